@@ -1,0 +1,40 @@
+# One definition of "check", shared by developers and .ci/run.
+# `make demo` runs the main job on the bundled examples; `make test` runs every test tier.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install demo test lint typecheck contracts check bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/evalstream check --suite examples/code-review/suite.yaml examples/code-review/episodes.jsonl || test $$? -eq 1
+
+test: $(STAMP)
+	bash scripts/system-deps.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy assertions connectors stream tests bench examples
+
+contracts: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+check: lint typecheck contracts test
+
+bench: $(STAMP)
+	$(PY) bench/engine_bench.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist

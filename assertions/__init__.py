@@ -1,0 +1,36 @@
+"""The pure core of evalstream: signals, episodes, assertions, the incremental engine.
+
+No network, no Kafka, no clocks read directly: everything with an edge lives in `connectors/`
+and `stream/`. Modules re-exported here form the public API.
+"""
+
+from assertions.assembly import CloseReason, CloseRules, EpisodeAssembler
+from assertions.engine import AssertionOutcome, EpisodeEvaluation, Plan, PlannedAssertion
+from assertions.errors import EvalstreamError, InputError, SignalDecodeError, SuiteError
+from assertions.registry import parse_assertion
+from assertions.signals import Signal, decode_signal, signal_from_obj
+from assertions.suites import Suite, SuiteSet, load_suite
+from assertions.verdicts import Outcome, Verdict
+
+__all__ = [
+    "AssertionOutcome",
+    "CloseReason",
+    "CloseRules",
+    "EpisodeAssembler",
+    "EpisodeEvaluation",
+    "EvalstreamError",
+    "InputError",
+    "Outcome",
+    "Plan",
+    "PlannedAssertion",
+    "Signal",
+    "SignalDecodeError",
+    "Suite",
+    "SuiteError",
+    "SuiteSet",
+    "Verdict",
+    "decode_signal",
+    "load_suite",
+    "parse_assertion",
+    "signal_from_obj",
+]

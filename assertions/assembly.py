@@ -1,0 +1,272 @@
+"""Episode assembly: open, deduplicate, order, evaluate and close episodes (DESIGN §3).
+
+Clock-agnostic: every call takes `now` in epoch milliseconds. Offline runs pass event time
+(the watermark of the input), live runtimes pass wall-clock time; the rules are the same.
+
+Close reasons: `ended` (an end signal, after the grace period), `timed_out` (inactivity),
+`truncated` (max duration or max signals), `end_of_input` (offline input ran out first).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from assertions.engine import EpisodeEvaluation, PendingJudgement, Plan
+from assertions.facts import EpisodeFacts
+from assertions.patterns import compile_pattern
+from assertions.pricing import PricingTable, default_pricing
+from assertions.results import EpisodeResult
+from assertions.signals import Signal
+
+JSON = Any
+
+
+class CloseReason(StrEnum):
+    ENDED = "ended"
+    TIMED_OUT = "timed_out"
+    TRUNCATED = "truncated"
+    END_OF_INPUT = "end_of_input"
+
+
+class Accept(IntEnum):
+    ACCEPTED = 0
+    DUPLICATE = 1
+    LATE = 2
+
+
+@dataclass(frozen=True)
+class CloseRules:
+    end_patterns: tuple[str, ...] = ("harness:end",)
+    grace_ms: float = 2_000.0
+    inactivity_ms: float = 300_000.0
+    max_duration_ms: float | None = 6 * 3_600_000.0
+    max_signals: int | None = 1_000_000
+    reorder_ms: float = 0.0  # 0: arrival order
+    dedupe_window: int = 1024  # ids remembered per episode for duplicate detection
+
+    def __post_init__(self) -> None:
+        for name in ("grace_ms", "inactivity_ms", "reorder_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"close rule `{name}` must be >= 0")
+        if self.inactivity_ms == 0:
+            raise ValueError("close rule `inactivity_ms` must be > 0")
+        if self.dedupe_window < 1:
+            raise ValueError("close rule `dedupe_window` must be >= 1")
+
+
+class OpenEpisode:
+    __slots__ = (
+        "attrs",
+        "duplicates",
+        "end_deadline",
+        "episode_id",
+        "evaluation",
+        "last_seen",
+        "opened_at",
+        "recent",
+        "recent_ids",
+        "reorder",
+        "signals",
+        "truncate",
+    )
+
+    def __init__(
+        self,
+        episode_id: str,
+        evaluation: EpisodeEvaluation,
+        attrs: dict[str, JSON],
+        now: float,
+        window: int,
+    ) -> None:
+        self.episode_id = episode_id
+        self.evaluation = evaluation
+        self.attrs = attrs
+        self.opened_at = now
+        self.last_seen = now
+        self.signals = 0
+        self.duplicates = 0
+        self.end_deadline: float | None = None
+        self.recent_ids: set[str] = set()
+        self.recent: deque[str] = deque(maxlen=window)
+        self.reorder: list[tuple[float, int, int, Signal]] | None = None
+        self.truncate = False
+
+
+@dataclass
+class ClosedEpisode:
+    episode: OpenEpisode
+    reason: CloseReason
+    pending: list[PendingJudgement]
+
+    @property
+    def evaluation(self) -> EpisodeEvaluation:
+        return self.episode.evaluation
+
+    def result(self) -> EpisodeResult:
+        ep = self.episode
+        ev = ep.evaluation
+        facts = ev.facts
+        case_id = ep.attrs.get("case_id")
+        return EpisodeResult(
+            episode_id=ep.episode_id,
+            case_id=case_id if isinstance(case_id, str) else None,
+            close_reason=self.reason.value,
+            signals=ep.signals,
+            duplicates=ep.duplicates,
+            assertions=ev.results(),
+            metrics=facts.metrics(),
+            attrs=dict(ep.attrs),
+            suites=sorted({a.suite for a in ev.plan.assertions}),
+            started_ts=facts.first_ts,
+            ended_ts=facts.last_ts,
+            output=facts.output(),
+        )
+
+
+@dataclass(frozen=True)
+class EarlyVerdict:
+    episode: OpenEpisode
+    top_index: int
+    signal: Signal
+
+
+PlanSelector = Callable[[str, dict[str, JSON]], Plan]
+
+
+class EpisodeAssembler:
+    def __init__(
+        self,
+        select_plan: PlanSelector,
+        rules: CloseRules | None = None,
+        pricing: PricingTable | None = None,
+        closed_memory: int = 100_000,
+    ) -> None:
+        self.select_plan = select_plan
+        self.rules = rules or CloseRules()
+        self.pricing = pricing or default_pricing()
+        self.open: dict[str, OpenEpisode] = {}
+        self.closed_ids: dict[str, None] = {}  # insertion-ordered: oldest first
+        self.closed_memory = closed_memory
+        self.ready: list[ClosedEpisode] = []  # drained by the caller
+        self.early: list[EarlyVerdict] = []  # drained by the caller
+        self._end_cache: dict[str, bool] = {}
+        self._end_patterns = [compile_pattern(p) for p in self.rules.end_patterns]
+        self._tiebreak = itertools.count()
+        self.duplicates = 0
+        self.late = 0
+
+    def is_end(self, name: str) -> bool:
+        found = self._end_cache.get(name)
+        if found is None:
+            found = any(p.matches(name) for p in self._end_patterns)
+            if len(self._end_cache) > 8192:
+                self._end_cache.clear()
+            self._end_cache[name] = found
+        return found
+
+    def feed(self, sig: Signal, now: float) -> Accept:
+        ep = self.open.get(sig.episode_id)
+        if ep is None:
+            if sig.episode_id in self.closed_ids:
+                self.late += 1
+                return Accept.LATE
+            ep = self._open(sig, now)
+        sid = sig.id
+        if sid in ep.recent_ids:
+            ep.duplicates += 1
+            self.duplicates += 1
+            return Accept.DUPLICATE
+        recent = ep.recent
+        if len(recent) == recent.maxlen:
+            ep.recent_ids.discard(recent[0])
+        recent.append(sid)
+        ep.recent_ids.add(sid)
+        ep.last_seen = now
+        ep.signals += 1
+        if sig.attrs:
+            ep.attrs.update(sig.attrs)
+        if ep.reorder is None:
+            self._evaluate(ep, sig, now)
+        else:
+            heapq.heappush(ep.reorder, (sig.ts, sig.seq or 0, next(self._tiebreak), sig))
+            self._release(ep, now, final=False)
+        if ep.end_deadline is not None and ep.end_deadline <= now:
+            self._close(ep, CloseReason.ENDED)  # zero grace: the end signal closes at once
+            return Accept.ACCEPTED
+        max_signals = self.rules.max_signals
+        if max_signals is not None and ep.signals >= max_signals:
+            self._close(ep, CloseReason.TRUNCATED)
+        return Accept.ACCEPTED
+
+    def _open(self, sig: Signal, now: float) -> OpenEpisode:
+        attrs = dict(sig.attrs) if sig.attrs else {}
+        plan = self.select_plan(sig.episode_id, attrs)
+        model = attrs.get("model")
+        facts = EpisodeFacts(self.pricing, model if isinstance(model, str) else None)
+        ep = OpenEpisode(sig.episode_id, plan.start(facts), attrs, now, self.rules.dedupe_window)
+        if self.rules.reorder_ms > 0:
+            ep.reorder = []
+        self.open[sig.episode_id] = ep
+        return ep
+
+    def _evaluate(self, ep: OpenEpisode, sig: Signal, now: float) -> None:
+        decided = ep.evaluation.feed(sig)
+        if decided is not None:
+            for top in decided:
+                self.early.append(EarlyVerdict(ep, top, sig))
+        if self.is_end(sig.name) and ep.end_deadline is None:
+            ep.end_deadline = now + self.rules.grace_ms
+
+    def _release(self, ep: OpenEpisode, now: float, *, final: bool) -> None:
+        buf = ep.reorder
+        assert buf is not None
+        if not buf:
+            return
+        newest = max(item[0] for item in buf) if not final else 0.0
+        while buf and (final or buf[0][0] <= newest - self.rules.reorder_ms):
+            _, _, _, sig = heapq.heappop(buf)
+            self._evaluate(ep, sig, now)
+
+    def sweep(self, now: float) -> None:
+        """Close what is due: ended past grace, inactive, or over the maximum duration."""
+        rules = self.rules
+        due: list[tuple[OpenEpisode, CloseReason]] = []
+        for ep in self.open.values():
+            if ep.end_deadline is not None and now >= ep.end_deadline:
+                due.append((ep, CloseReason.ENDED))
+            elif now - ep.last_seen >= rules.inactivity_ms:
+                due.append((ep, CloseReason.TIMED_OUT))
+            elif rules.max_duration_ms is not None and now - ep.opened_at >= rules.max_duration_ms:
+                due.append((ep, CloseReason.TRUNCATED))
+        for ep, reason in due:
+            self._close(ep, reason)
+
+    def flush(self) -> None:
+        """Input ran out: close everything still open."""
+        for ep in list(self.open.values()):
+            reason = CloseReason.ENDED if ep.end_deadline is not None else CloseReason.END_OF_INPUT
+            self._close(ep, reason)
+
+    def _close(self, ep: OpenEpisode, reason: CloseReason) -> None:
+        if ep.reorder:
+            self._release(ep, ep.last_seen, final=True)
+        del self.open[ep.episode_id]
+        self.closed_ids[ep.episode_id] = None
+        if len(self.closed_ids) > self.closed_memory:
+            del self.closed_ids[next(iter(self.closed_ids))]
+        pending = ep.evaluation.finish()
+        self.ready.append(ClosedEpisode(ep, reason, pending))
+
+    def drain_ready(self) -> list[ClosedEpisode]:
+        ready, self.ready = self.ready, []
+        return ready
+
+    def drain_early(self) -> list[EarlyVerdict]:
+        early, self.early = self.early, []
+        return early

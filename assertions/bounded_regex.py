@@ -1,0 +1,61 @@
+"""Regular expressions from suites, run with a time bound.
+
+Suites come from users and outputs come from models: a pathological pattern on a huge output
+must yield an `error` verdict, not hang the worker. The `regex` module enforces a timeout
+inside the matcher, so the bound holds without threads or signals.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import regex
+
+from assertions.errors import RegexTimeoutError
+
+DEFAULT_TIMEOUT_S = 0.25
+
+# JavaScript-style flags as written in seed-003 suites; `g` and `u` change nothing for a search.
+_FLAGS = {
+    "i": regex.IGNORECASE,
+    "m": regex.MULTILINE,
+    "s": regex.DOTALL,
+    "x": regex.VERBOSE,
+    "u": 0,
+    "g": 0,
+}
+VALID_FLAGS = "".join(_FLAGS)
+
+
+class BoundedRegex:
+    __slots__ = ("_compiled", "flags", "source", "timeout_s")
+
+    def __init__(self, source: str, flags: str = "", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        bits = regex.V0
+        for flag in flags:
+            if flag not in _FLAGS:
+                raise ValueError(
+                    f"unknown regex flag {flag!r} in {flags!r}; valid flags: {VALID_FLAGS}"
+                )
+            bits |= _FLAGS[flag]
+        try:
+            self._compiled = regex.compile(source, bits)
+        except regex.error as exc:
+            raise ValueError(f"regex {source!r} does not compile: {exc}") from exc
+        self.source = source
+        self.flags = flags
+        self.timeout_s = timeout_s
+
+    def search(self, text: str) -> bool:
+        try:
+            return self._compiled.search(text, timeout=self.timeout_s) is not None
+        except TimeoutError as exc:
+            raise RegexTimeoutError(
+                f"regex {self.source!r} exceeded its {self.timeout_s:g}s bound on a "
+                f"{len(text)}-character input"
+            ) from exc
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_regex(source: str, flags: str = "") -> BoundedRegex:
+    return BoundedRegex(source, flags)

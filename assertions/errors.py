@@ -1,0 +1,75 @@
+"""The one exception tree of evalstream.
+
+    EvalstreamError
+    ├── InputError                  bad input from a user; the CLI prints it without a traceback
+    │   ├── SignalDecodeError       a wire record that is not a valid signal (has a `reason`)
+    │   ├── SuiteError              a suite file that does not load or validate (has a location)
+    │   └── PricingError            a pricing table that does not load
+    └── EvaluationError             raised inside an evaluator; becomes an `error` verdict
+        └── RegexTimeoutError            a regular expression exceeded its time bound
+
+Control flow is not an error: a duplicate or late signal is a return status, not an exception.
+"""
+
+from __future__ import annotations
+
+
+class EvalstreamError(Exception):
+    """Root of every exception evalstream raises on purpose."""
+
+
+class InputError(EvalstreamError):
+    """Input a user supplied is wrong; the message names the problem and the fix."""
+
+
+class SignalDecodeError(InputError):
+    """A record could not be decoded as a signal.
+
+    `reason` is a short, stable code (used as a metric label and the dead-letter reason).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class SuiteError(InputError):
+    """A suite failed to load or validate; `str()` carries file:line:column."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = self.file or "<suite>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        field = f" {self.path}:" if self.path else ""
+        return f"{where}:{field} {self.message}"
+
+
+class PricingError(InputError):
+    """A pricing table could not be loaded."""
+
+
+class EvaluationError(EvalstreamError):
+    """An evaluator could not decide; the assertion's verdict becomes `error`."""
+
+
+class RegexTimeoutError(EvaluationError):
+    """A regular expression ran longer than its bound (a pathological pattern or input)."""

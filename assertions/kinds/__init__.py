@@ -1,0 +1,1 @@
+"""Assertion families: specs, incremental evaluators and reference evaluators, side by side."""

@@ -1,0 +1,1 @@
+"""Renderers of check results: JSON (a stable contract), Markdown and JUnit XML."""

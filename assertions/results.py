@@ -1,0 +1,129 @@
+"""Episode results and the stable JSON contract of `evalstream check --format json`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from assertions.engine import AssertionOutcome
+from assertions.facts import EpisodeMetrics
+from assertions.verdicts import Verdict
+
+JSON = Any
+OUTPUT_PREVIEW_CHARS = 2000
+
+
+def iso_ms(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return (
+        datetime.fromtimestamp(ts / 1000.0, tz=UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+@dataclass
+class EpisodeResult:
+    episode_id: str
+    case_id: str | None
+    close_reason: str
+    signals: int
+    duplicates: int
+    assertions: list[AssertionOutcome]
+    metrics: EpisodeMetrics
+    attrs: dict[str, JSON] = field(default_factory=dict)
+    suites: list[str] = field(default_factory=list)
+    started_ts: float | None = None
+    ended_ts: float | None = None
+    output: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def evaluated(self) -> bool:
+        return bool(self.assertions)
+
+    @property
+    def status(self) -> str:
+        """passed | failed | error | unevaluated (no assertion applied)."""
+        if not self.assertions:
+            return "unevaluated"
+        verdicts = {a.verdict for a in self.assertions}
+        if Verdict.FAIL in verdicts:
+            return "failed"
+        if Verdict.ERROR in verdicts or Verdict.PENDING in verdicts:
+            return "error"
+        return "passed"
+
+    @property
+    def passed(self) -> bool | None:
+        """True only when every applicable assertion passed; None when none applied."""
+        status = self.status
+        return None if status == "unevaluated" else status == "passed"
+
+    def to_json(self) -> dict[str, JSON]:
+        output = self.output
+        if output is not None and len(output) > OUTPUT_PREVIEW_CHARS:
+            output = output[:OUTPUT_PREVIEW_CHARS] + "…"
+        return {
+            "episode_id": self.episode_id,
+            "case_id": self.case_id,
+            "passed": self.passed,
+            "status": self.status,
+            "close_reason": self.close_reason,
+            "signals": self.signals,
+            "duplicates": self.duplicates,
+            "suites": self.suites,
+            "started_at": iso_ms(self.started_ts),
+            "ended_at": iso_ms(self.ended_ts),
+            "attrs": self.attrs,
+            "metrics": self.metrics.to_json(),
+            "output": output,
+            "notes": self.notes,
+            "assertions": [a.to_json() for a in self.assertions],
+        }
+
+
+@dataclass
+class Summary:
+    episodes: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    unevaluated: int = 0
+    rejected_signals: int = 0
+    duplicates: int = 0
+    late_signals: int = 0
+
+    @staticmethod
+    def of(results: list[EpisodeResult]) -> Summary:
+        s = Summary(episodes=len(results))
+        for r in results:
+            status = r.status
+            if status == "passed":
+                s.passed += 1
+            elif status == "failed":
+                s.failed += 1
+            elif status == "error":
+                s.errors += 1
+            else:
+                s.unevaluated += 1
+            s.duplicates += r.duplicates
+        return s
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0 and self.errors == 0
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "episodes": self.episodes,
+            "passed": self.passed,
+            "failed": self.failed,
+            "errors": self.errors,
+            "unevaluated": self.unevaluated,
+            "rejected_signals": self.rejected_signals,
+            "duplicates": self.duplicates,
+            "late_signals": self.late_signals,
+        }

@@ -1,0 +1,209 @@
+"""The signal: the wire record everything else is built from (DESIGN §2).
+
+Validation happens once, at decode time; the per-signal hot path then uses a plain slotted
+object. Seed-003 signals (`id, name, payload, timestamp, source`) decode unchanged when the
+episode id comes from the envelope (the Kafka key or a file option).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from assertions.errors import SignalDecodeError
+
+JSON = Any  # a decoded JSON value; kept loose on purpose at the wire boundary
+
+
+class Signal:
+    """One decoded signal. `ts` is the event time in epoch milliseconds."""
+
+    __slots__ = (
+        "agent",
+        "attrs",
+        "episode_id",
+        "id",
+        "name",
+        "parent",
+        "payload",
+        "provider",
+        "seq",
+        "timestamp",
+        "ts",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        episode_id: str,
+        name: str,
+        ts: float,
+        timestamp: str | float | int | None = None,
+        seq: int | None = None,
+        agent: str | None = None,
+        parent: str | None = None,
+        provider: str | None = None,
+        payload: JSON = None,
+        attrs: dict[str, JSON] | None = None,
+    ) -> None:
+        self.id = id
+        self.episode_id = episode_id
+        self.name = name
+        self.ts = ts
+        self.timestamp = timestamp if timestamp is not None else ts
+        self.seq = seq
+        self.agent = agent
+        self.parent = parent
+        self.provider = provider
+        self.payload = payload
+        self.attrs = attrs
+
+    def payload_get(self, key: str) -> JSON:
+        payload = self.payload
+        return payload.get(key) if isinstance(payload, dict) else None
+
+    def attributed_agent(self) -> str | None:
+        """The agent a signal is about: `source.agent`, else `payload.agent`."""
+        if self.agent is not None:
+            return self.agent
+        agent = self.payload_get("agent")
+        return agent if isinstance(agent, str) else None
+
+    def to_wire(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {
+            "id": self.id,
+            "episode_id": self.episode_id,
+            "name": self.name,
+            "timestamp": self.timestamp,
+        }
+        if self.seq is not None:
+            out["seq"] = self.seq
+        source = {
+            k: v
+            for k, v in (
+                ("agent", self.agent),
+                ("provider", self.provider),
+                ("parent", self.parent),
+            )
+            if v is not None
+        }
+        if source:
+            out["source"] = source
+        out["payload"] = self.payload
+        if self.attrs:
+            out["attrs"] = self.attrs
+        return out
+
+    def __repr__(self) -> str:
+        return f"Signal({self.name!r}, id={self.id!r}, episode={self.episode_id!r})"
+
+
+def parse_timestamp(value: JSON) -> float:
+    """RFC 3339 string or epoch milliseconds -> epoch milliseconds."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a timestamp")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.timestamp() * 1000.0
+    raise ValueError(
+        f"expected an RFC 3339 string or epoch milliseconds, got {type(value).__name__}"
+    )
+
+
+def _content_id(obj: Mapping[str, JSON]) -> str:
+    # A signal without an id gets one derived from its content, so a redelivered copy of the
+    # same record gets the same id and is deduplicated (128 bits of BLAKE2b).
+    digest = hashlib.blake2b(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS), digest_size=16)
+    return "c-" + digest.hexdigest()
+
+
+def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
+    """Validate a decoded JSON object as a signal. Raises SignalDecodeError with a reason."""
+    if not isinstance(obj, dict):
+        raise SignalDecodeError(
+            "not_an_object", f"a signal must be a JSON object, got {type(obj).__name__}"
+        )
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        raise SignalDecodeError(
+            "missing_name", "signal has no `name` (a non-empty string such as 'tool:call')"
+        )
+    ep = obj.get("episode_id", episode_id)
+    if ep is None:
+        ep = episode_id
+    if not isinstance(ep, str) or not ep:
+        raise SignalDecodeError(
+            "missing_episode_id",
+            "signal has no `episode_id`; set the field, or key the message by episode id",
+        )
+    raw_ts = obj.get("timestamp")
+    if raw_ts is None:
+        raise SignalDecodeError(
+            "missing_timestamp",
+            "signal has no `timestamp`; use an RFC 3339 string or epoch milliseconds",
+        )
+    try:
+        ts = parse_timestamp(raw_ts)
+    except ValueError as exc:
+        raise SignalDecodeError("bad_timestamp", f"signal `timestamp` {raw_ts!r}: {exc}") from exc
+    sid = obj.get("id")
+    if sid is None:
+        sid = _content_id(obj)
+    elif not isinstance(sid, str) or not sid:
+        raise SignalDecodeError("bad_id", f"signal `id` must be a non-empty string, got {sid!r}")
+    seq = obj.get("seq")
+    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+        raise SignalDecodeError("bad_seq", f"signal `seq` must be an integer, got {seq!r}")
+    source = obj.get("source")
+    agent = parent = provider = None
+    if source is not None:
+        if not isinstance(source, dict):
+            raise SignalDecodeError(
+                "bad_source", "signal `source` must be an object {agent?, provider?, parent?}"
+            )
+        agent = _opt_str(source, "agent")
+        parent = _opt_str(source, "parent")
+        provider = _opt_str(source, "provider")
+    attrs = obj.get("attrs")
+    if attrs is not None and not isinstance(attrs, dict):
+        raise SignalDecodeError("bad_attrs", "signal `attrs` must be an object")
+    return Signal(
+        id=sid,
+        episode_id=ep,
+        name=name,
+        ts=ts,
+        timestamp=raw_ts,
+        seq=seq,
+        agent=agent,
+        parent=parent,
+        provider=provider,
+        payload=obj.get("payload"),
+        attrs=attrs or None,
+    )
+
+
+def _opt_str(source: Mapping[str, JSON], key: str) -> str | None:
+    value = source.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SignalDecodeError("bad_source", f"signal `source.{key}` must be a string")
+    return value
+
+
+def decode_signal(raw: bytes | str, *, episode_id: str | None = None) -> Signal:
+    """Decode one JSON document (a JSONL line or a Kafka message value)."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise SignalDecodeError("invalid_json", f"not valid JSON: {exc}") from exc
+    return signal_from_obj(obj, episode_id=episode_id)

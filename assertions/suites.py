@@ -1,0 +1,217 @@
+"""Suites (seed-003 YAML datasets plus `match:` and `sample:` for live traffic, DESIGN §5).
+
+A suite applies to an episode when its `match:` selects the episode's attributes (and the
+episode falls in its `sample:`); its default assertions apply to every such episode, and a
+case's assertions to episodes whose `attrs.case_id` names the case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
+
+from assertions.engine import Plan, PlannedAssertion
+from assertions.errors import SuiteError
+from assertions.kinds.base import CompileContext
+from assertions.patterns import compile_pattern
+from assertions.registry import AssertionParseError, parse_assertion
+from assertions.spec_base import AssertionSpec
+from assertions.yaml_positions import Loc, PositionMap, load_yaml, render_loc
+
+JSON = Any
+
+
+class Case(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    id: str = Field(min_length=1, description="Unique case id; episodes name it in attrs.case_id.")
+    name: str | None = None
+    description: str | None = None
+    input: JSON = Field(None, description="The case input (state for a dataset run).")
+    assertions: list[SerializeAsAny[AssertionSpec]] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    timeout: float | None = Field(None, gt=0, description="Per-case timeout in ms.")
+    skip: bool = False
+    only: bool = False
+    metadata: dict[str, JSON] = Field(default_factory=dict)
+
+
+class Suite(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    version: str | None = None
+    default_assertions: list[SerializeAsAny[AssertionSpec]] = Field(
+        default_factory=list, alias="defaultAssertions"
+    )
+    default_timeout: float | None = Field(None, alias="defaultTimeout", gt=0)
+    metadata: dict[str, JSON] = Field(default_factory=dict)
+    match: dict[str, str | list[str]] = Field(
+        default_factory=dict,
+        description="Episode attributes this suite applies to (globs); empty = every episode.",
+    )
+    sample: float = Field(1.0, gt=0, le=1, description="Share of matching episodes evaluated.")
+    cases: list[Case] = Field(default_factory=list)
+    source: str | None = Field(None, exclude=True)
+
+    @field_validator("cases")
+    @classmethod
+    def _unique_ids(cls, cases: list[Case]) -> list[Case]:
+        seen: set[str] = set()
+        for case in cases:
+            if case.id in seen:
+                raise ValueError(f"duplicate case id {case.id!r}")
+            seen.add(case.id)
+        return cases
+
+    def case(self, case_id: str | None) -> Case | None:
+        if case_id is None:
+            return None
+        for case in self.cases:
+            if case.id == case_id:
+                return case
+        return None
+
+    def matches(self, attrs: dict[str, JSON]) -> bool:
+        for key, want in self.match.items():
+            if key not in attrs:
+                return False
+            actual = attrs[key]
+            values = [str(v) for v in actual] if isinstance(actual, list) else [str(actual)]
+            patterns = [want] if isinstance(want, str) else want
+            if not any(compile_pattern(p).matches(v) for p in patterns for v in values):
+                return False
+        return True
+
+    def sampled(self, episode_id: str) -> bool:
+        """Deterministic by episode id, so a replay samples the same episodes."""
+        if self.sample >= 1.0:
+            return True
+        digest = hashlib.blake2b(f"{self.name}\0{episode_id}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") / 2**64 < self.sample
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def parse_suite(data: JSON, filename: str, positions: PositionMap | None = None) -> Suite:
+    positions = positions or PositionMap()
+
+    def fail(loc: Loc, message: str, *, key: bool = False) -> SuiteError:
+        found = positions.find(loc, key=key)
+        line, column = found if found else (None, None)
+        return SuiteError(
+            message, file=filename, line=line, column=column, path=render_loc(loc) or None
+        )
+
+    if not isinstance(data, dict):
+        raise fail((), "a suite must be a mapping with `name` and `cases`")
+    data = dict(data)
+    try:
+        for key in ("defaultAssertions", "default_assertions"):
+            if isinstance(data.get(key), list):
+                data[key] = [parse_assertion(a, (key, i)) for i, a in enumerate(data[key])]
+        if isinstance(data.get("cases"), list):
+            cases = []
+            for ci, raw_case in enumerate(data["cases"]):
+                case = raw_case
+                if isinstance(raw_case, dict) and isinstance(raw_case.get("assertions"), list):
+                    case = dict(raw_case)
+                    case["assertions"] = [
+                        parse_assertion(a, ("cases", ci, "assertions", ai))
+                        for ai, a in enumerate(raw_case["assertions"])
+                    ]
+                cases.append(case)
+            data["cases"] = cases
+    except AssertionParseError as exc:
+        is_key = "unknown field" in exc.message
+        raise fail(exc.loc, exc.message, key=is_key) from exc
+    try:
+        suite = Suite.model_validate({**data, "source": filename})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc: Loc = tuple(err["loc"])
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(
+                f.alias or n for n, f in _model_for(loc).model_fields.items() if n != "source"
+            )
+            raise fail(loc, f"unknown field {loc[-1]!r}; valid fields: {valid}", key=True) from exc
+        if err["type"] == "missing":
+            raise fail(loc[:-1], f"missing required field `{loc[-1]}`") from exc
+        message = str(err["msg"]).removeprefix("Value error, ")
+        value = err.get("input")
+        shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+        raise fail(loc, f"{message}{shown}") from exc
+    return suite
+
+
+def _model_for(loc: Loc) -> type[BaseModel]:
+    return Case if loc and loc[0] == "cases" and len(loc) >= 3 else Suite
+
+
+def load_suite(path: str | Path) -> Suite:
+    path = Path(path)
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise SuiteError(f"cannot read suite: {exc.strerror or exc}", file=str(path)) from exc
+    data, positions = load_yaml(text, str(path))
+    if data is None:
+        raise SuiteError("the suite file is empty", file=str(path))
+    return parse_suite(data, str(path), positions)
+
+
+# --- selection -----------------------------------------------------------------------------
+
+
+class SuiteSet:
+    """Selects and compiles (once per selection) the plan for an episode."""
+
+    def __init__(self, suites: Sequence[Suite], ctx: CompileContext | None = None) -> None:
+        self.suites = list(suites)
+        self.ctx = ctx or CompileContext()
+        self._plans: dict[tuple[tuple[int, str | None], ...], Plan] = {}
+
+    def selection(
+        self, episode_id: str, attrs: dict[str, JSON]
+    ) -> tuple[tuple[int, str | None], ...]:
+        case_id = attrs.get("case_id")
+        case_key = case_id if isinstance(case_id, str) else None
+        chosen: list[tuple[int, str | None]] = []
+        for i, suite in enumerate(self.suites):
+            if not suite.matches(attrs) or not suite.sampled(episode_id):
+                continue
+            case = suite.case(case_key)
+            use_case = case is not None and not case.skip and bool(case.assertions)
+            if suite.default_assertions or use_case:
+                chosen.append((i, case_key if use_case else None))
+        return tuple(chosen)
+
+    def plan_for(self, episode_id: str, attrs: dict[str, JSON]) -> Plan:
+        key = self.selection(episode_id, attrs)
+        plan = self._plans.get(key)
+        if plan is None:
+            planned: list[PlannedAssertion] = []
+            for suite_index, case_id in key:
+                suite = self.suites[suite_index]
+                planned.extend(
+                    PlannedAssertion(spec, suite.name, "default")
+                    for spec in suite.default_assertions
+                )
+                case = suite.case(case_id)
+                if case is not None:
+                    planned.extend(
+                        PlannedAssertion(spec, suite.name, "case", case.id)
+                        for spec in case.assertions
+                    )
+            plan = Plan(planned, self.ctx)
+            self._plans[key] = plan
+        return plan
+
+    def knows_case(self, case_id: str) -> bool:
+        return any(s.case(case_id) is not None for s in self.suites)

@@ -1,0 +1,1 @@
+"""Edges to the outside world: files, Kafka, HTTP, model providers."""

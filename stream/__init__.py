@@ -1,0 +1,1 @@
+"""Composition: the runtimes (offline check, embedded, Faust worker), metrics and the CLI."""

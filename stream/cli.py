@@ -1,0 +1,155 @@
+"""The `evalstream` command line.
+
+Exit codes: 0 success (every episode passed), 1 an episode failed or errored, 2 a usage or
+input error (printed as one message, no traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from assertions.assembly import CloseRules
+from assertions.errors import InputError
+from assertions.pricing import PricingTable, default_pricing, load_pricing
+from assertions.reports.check_report import render_json, render_junit, render_markdown
+from assertions.schema import suite_json_schema
+from assertions.suites import load_suite
+from stream.offline import check_files
+from stream.table import print_table
+
+FORMATS = ("table", "json", "markdown", "junit")
+
+
+class UserError(click.ClickException):
+    """An input error shown without a traceback, exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="evalstream")
+def cli() -> None:
+    """Continuous evaluation of AI agents from the signals they emit."""
+
+
+@cli.command()
+@click.option(
+    "--suite",
+    "-s",
+    "suites",
+    multiple=True,
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Suite YAML file (repeatable).",
+)
+@click.argument("recordings", nargs=-1, required=True)
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the report here instead of stdout.",
+)
+@click.option(
+    "--pricing",
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON pricing table overriding the built-in one.",
+)
+@click.option("--episode-id", help="Episode id for signals that carry none (seed-003 recordings).")
+@click.option(
+    "--end-signal",
+    "end_signals",
+    multiple=True,
+    help="End-signal pattern (default harness:end; repeatable).",
+)
+@click.option(
+    "--grace-ms",
+    type=float,
+    default=2000.0,
+    show_default=True,
+    help="Wait after the end signal for stragglers.",
+)
+@click.option(
+    "--inactivity-ms",
+    type=float,
+    default=300_000.0,
+    show_default=True,
+    help="Close an episode after this much silence (event time).",
+)
+@click.option(
+    "--reorder-ms",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Sort signals by (timestamp, seq) within this lateness.",
+)
+def check(
+    suites: tuple[str, ...],
+    recordings: tuple[str, ...],
+    fmt: str,
+    out: str | None,
+    pricing: str | None,
+    episode_id: str | None,
+    end_signals: tuple[str, ...],
+    grace_ms: float,
+    inactivity_ms: float,
+    reorder_ms: float,
+) -> None:
+    """Evaluate recorded signals (JSONL files, `-` for stdin) against suites."""
+    try:
+        loaded = [load_suite(path) for path in suites]
+        table: PricingTable = load_pricing(Path(pricing)) if pricing else default_pricing()
+        rules = CloseRules(
+            end_patterns=end_signals or ("harness:end",),
+            grace_ms=grace_ms,
+            inactivity_ms=inactivity_ms,
+            reorder_ms=reorder_ms,
+        )
+        report = check_files(
+            list(recordings), loaded, rules=rules, pricing=table, episode_id=episode_id
+        )
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    if fmt == "table" and out is None:
+        print_table(report, Console())
+    elif fmt == "table":
+        with open(out or "", "w", encoding="utf-8") as handle:
+            print_table(report, Console(file=handle, width=140, no_color=True))
+    else:
+        text = {"json": render_json, "markdown": render_markdown, "junit": render_junit}[fmt](
+            report
+        )
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            Path(out).write_text(text, encoding="utf-8")
+    for case_id in report.unknown_cases:
+        click.echo(f"warning: case_id {case_id!r} matches no case of the given suites", err=True)
+    sys.exit(report.exit_code())
+
+
+@cli.command()
+@click.option("--out", "-o", type=click.Path(dir_okay=False, writable=True))
+def schema(out: str | None) -> None:
+    """Print the JSON Schema of the suite format (for editors)."""
+    text = json.dumps(suite_json_schema(), indent=2) + "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,111 @@
+"""The offline job behind `evalstream check`: recorded signals through the same stages.
+
+Time is event time: the watermark (largest timestamp read so far) drives grace periods and
+inactivity, so a recording closes its episodes exactly as live traffic would have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+
+from assertions.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
+from assertions.judging import NO_JUDGE, Judge
+from assertions.kinds.base import CompileContext
+from assertions.pricing import PricingTable, default_pricing
+from assertions.reports.check_report import CheckReport, RejectedInput
+from assertions.signals import Signal
+from assertions.suites import Suite, SuiteSet
+from assertions.verdicts import error_from_exception
+from connectors.jsonl import Rejected, read_signals
+
+SWEEP_EVERY_MS = 1_000.0
+
+
+async def resolve_judgements(closed: Sequence[ClosedEpisode], judge: Judge | None) -> None:
+    """Ask the judge every pending question (concurrently); no judge means `error`."""
+    jobs = [(c, p) for c in closed for p in c.pending]
+    if not jobs:
+        return
+    if judge is None:
+        for c, p in jobs:
+            c.evaluation.resolve(p.leaf, NO_JUDGE)
+        return
+    verdicts = await asyncio.gather(
+        *(judge.judge(p.request) for _, p in jobs), return_exceptions=True
+    )
+    for (c, p), verdict in zip(jobs, verdicts, strict=True):
+        if isinstance(verdict, BaseException):
+            c.evaluation.resolve(p.leaf, error_from_exception(verdict))
+        else:
+            c.evaluation.resolve(p.leaf, verdict.outcome(p.request.min_score))
+
+
+def evaluate_signals(
+    items: Iterable[Signal | Rejected],
+    suites: Sequence[Suite],
+    *,
+    rules: CloseRules | None = None,
+    pricing: PricingTable | None = None,
+    judge: Judge | None = None,
+) -> CheckReport:
+    """Run signals (in arrival order) through assembly and evaluation; results by start time."""
+    pricing = pricing or default_pricing()
+    suite_set = SuiteSet(suites, CompileContext(pricing))
+    assembler = EpisodeAssembler(suite_set.plan_for, rules, pricing)
+    closed: list[ClosedEpisode] = []
+    rejected: list[RejectedInput] = []
+    watermark = float("-inf")
+    last_sweep = float("-inf")
+    for item in items:
+        if isinstance(item, Rejected):
+            rejected.append(RejectedInput(item.source, item.line, item.reason, item.message))
+            continue
+        watermark = max(watermark, item.ts)
+        if assembler.feed(item, watermark) is Accept.LATE:
+            rejected.append(
+                RejectedInput(
+                    item.episode_id,
+                    None,
+                    "late",
+                    f"signal {item.id} ({item.name}) arrived after "
+                    f"episode {item.episode_id} closed",
+                )
+            )
+        if watermark - last_sweep >= SWEEP_EVERY_MS:
+            assembler.sweep(watermark)
+            last_sweep = watermark
+        if assembler.ready:
+            closed.extend(assembler.drain_ready())
+    assembler.flush()
+    closed.extend(assembler.drain_ready())
+    asyncio.run(resolve_judgements(closed, judge))
+    results = [c.result() for c in closed]
+    results.sort(key=lambda r: (r.started_ts if r.started_ts is not None else 0.0, r.episode_id))
+    unknown = sorted(
+        {
+            r.case_id
+            for r in results
+            if r.case_id is not None and not suite_set.knows_case(r.case_id)
+        }
+    )
+    for r in results:
+        if r.case_id in unknown:
+            r.notes.append(f"case_id {r.case_id!r} is not a case of any suite")
+    return CheckReport(results, rejected, unknown)
+
+
+def check_files(
+    paths: Sequence[str],
+    suites: Sequence[Suite],
+    *,
+    rules: CloseRules | None = None,
+    pricing: PricingTable | None = None,
+    judge: Judge | None = None,
+    episode_id: str | None = None,
+) -> CheckReport:
+    def items() -> Iterable[Signal | Rejected]:
+        for path in paths:
+            yield from read_signals(path, episode_id=episode_id)
+
+    return evaluate_signals(items(), suites, rules=rules, pricing=pricing, judge=judge)
