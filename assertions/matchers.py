@@ -129,7 +129,10 @@ def _compile_matcher(key: str, arg: JSON, where: str) -> Predicate:
     if key == "matches":
         if not isinstance(arg, str):
             raise ValueError(f"{where}: `matches` takes a regex string, got {arg!r}")
-        bounded = compile_regex(arg)
+        try:
+            bounded = compile_regex(arg)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
         return lambda actual: isinstance(actual, str) and bounded.search(actual)
     raise ValueError(f"{where}: unknown matcher {key!r}; valid: {', '.join(MATCHER_KEYS)}")
 

@@ -119,7 +119,9 @@ def parse_assertion(data: Any, loc: Loc = ()) -> AssertionSpec:
 
 
 def _explain(exc: ValidationError, at: AssertionType, loc: Loc) -> AssertionParseError:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # A misspelt field shows up as both "unknown" and "missing": the unknown one explains more.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     where: Loc = (*loc, *err["loc"])
     kind = err["type"]
     fields = ", ".join(_field_names(at.spec))

@@ -19,8 +19,8 @@ class AssertionSpec(BaseModel):
     RULE_VERSION: ClassVar[int] = 1
 
     def wire(self) -> dict[str, Any]:
-        """The spec as written in YAML (aliases, no unset defaults)."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        """The spec as written (aliases; fields that were set, explicit nulls included)."""
+        return self.model_dump(by_alias=True, exclude_unset=True, mode="json")
 
     def rule_id(self) -> str:
         """A stable id of this exact rule and its semantics version."""

@@ -134,7 +134,8 @@ def parse_suite(data: JSON, filename: str, positions: PositionMap | None = None)
     try:
         suite = Suite.model_validate({**data, "source": filename})
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc: Loc = tuple(err["loc"])
         if err["type"] == "extra_forbidden":
             valid = ", ".join(

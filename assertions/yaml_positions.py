@@ -65,13 +65,20 @@ def _build(
 ) -> Any:
     pos.values[loc] = _pos(node.start_mark)
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # resolves `<<:` merge keys
+        explicit: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = loader.construct_object(key_node, deep=True)
+            if key in explicit:
+                line, col = _pos(key_node.start_mark)
+                raise SuiteError(f"duplicate key {key!r}", file=filename, line=line, column=col)
+            explicit.add(key)
+        # Resolve `<<:` merge keys; merged pairs come first, so explicit keys override them.
+        loader.flatten_mapping(node)
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
-            if key in out:
-                line, col = _pos(key_node.start_mark)
-                raise SuiteError(f"duplicate key {key!r}", file=filename, line=line, column=col)
             child = (*loc, key)
             pos.keys[child] = _pos(key_node.start_mark)
             out[key] = _build(loader, value_node, child, pos, filename)

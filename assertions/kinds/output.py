@@ -129,7 +129,7 @@ def check_matches(spec: OutputMatches, output: str | None) -> Outcome:
     return Outcome.failed(f"output does not match /{spec.regex}/{spec.flags}: {short(output, 120)}")
 
 
-_FENCED = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+_FENCED = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def parse_json_output(output: str) -> tuple[bool, JSON]:
@@ -137,12 +137,15 @@ def parse_json_output(output: str) -> tuple[bool, JSON]:
         return True, orjson.loads(output)
     except orjson.JSONDecodeError:
         pass
-    fenced = _FENCED.search(output)
-    if fenced:
-        try:
-            return True, orjson.loads(fenced.group(1))
-        except orjson.JSONDecodeError:
-            pass
+    # Fenced blocks: those tagged json first, then untagged ones, in order of appearance.
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _FENCED.finditer(output)]
+    for wanted in ("json", ""):
+        for tag, body in blocks:
+            if tag == wanted:
+                try:
+                    return True, orjson.loads(body)
+                except orjson.JSONDecodeError:
+                    continue
     return False, None
 
 

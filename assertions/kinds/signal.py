@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
@@ -93,11 +101,35 @@ class TrajectoryStep(BaseModel):
     _v_payload = field_validator("payload")(_check_payload)
 
 
+def _step(item: Any) -> Any:
+    """One trajectory step: a pattern string, or {pattern, payload?} validated with a message
+    that names the real problem (not pydantic's union noise)."""
+    if isinstance(item, str | TrajectoryStep):
+        return item
+    if not isinstance(item, dict):
+        raise ValueError(f"a step is a pattern string or {{pattern, payload?}}, got {item!r}")
+    try:
+        return TrajectoryStep.model_validate(item)
+    except ValidationError as exc:
+        errors = exc.errors()
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+        field = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ValueError(
+                f"unknown field {field!r}; a step has `pattern` and `payload`"
+            ) from exc
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"{field}: {message}") from exc
+
+
+Step = Annotated[str | TrajectoryStep, BeforeValidator(_step)]
+
+
 class SignalTrajectory(AssertionSpec):
     """Signals occur in this order: a subsequence, or contiguous when `strict`."""
 
     type: Literal["signal.trajectory"] = "signal.trajectory"
-    patterns: list[str | TrajectoryStep] = Field(min_length=1)
+    patterns: list[Step] = Field(min_length=1)
     strict: bool = False
     ignore: list[str] = Field(
         default_factory=list, description="With strict: names to skip, e.g. text:delta."
