@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+EXAMPLES := code-review code-generation refactoring debugging
 demo: $(STAMP)
-	$(VENV)/bin/evalstream check --suite examples/code-review/suite.yaml examples/code-review/episodes.jsonl || test $$? -eq 1
+	@# Exit 1 means "some episodes failed", which the examples are built to show.
+	$(VENV)/bin/evalstream check $(foreach d,$(EXAMPLES),--suite examples/$(d)/suite.yaml) \
+		$(foreach d,$(EXAMPLES),examples/$(d)/episodes.jsonl) || test $$? -eq 1
 
 test: $(STAMP)
 	bash scripts/system-deps.sh

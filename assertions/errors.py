@@ -5,8 +5,9 @@
     │   ├── SignalDecodeError       a wire record that is not a valid signal (has a `reason`)
     │   ├── SuiteError              a suite file that does not load or validate (has a location)
     │   └── PricingError            a pricing table that does not load
-    └── EvaluationError             raised inside an evaluator; becomes an `error` verdict
-        └── RegexTimeoutError            a regular expression exceeded its time bound
+    ├── EvaluationError             raised inside an evaluator; becomes an `error` verdict
+    │   └── RegexTimeoutError       a regular expression exceeded its time bound
+    └── KafkaLauncherError          (stream.dev_kafka) the dev/test broker could not start
 
 Control flow is not an error: a duplicate or late signal is a return status, not an exception.
 """

@@ -19,6 +19,7 @@ from assertions.pricing import PricingTable, default_pricing, load_pricing
 from assertions.reports.check_report import render_json, render_junit, render_markdown
 from assertions.schema import suite_json_schema
 from assertions.suites import load_suite
+from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.offline import check_files
 from stream.table import print_table
 
@@ -149,6 +150,18 @@ def schema(out: str | None) -> None:
         Path(out).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+@cli.command("dev-kafka")
+@click.option(
+    "--port", type=int, default=None, help="Broker port on 127.0.0.1 (default: a free one)."
+)
+def dev_kafka(port: int | None) -> None:
+    """Run a real single-node Kafka broker (assembled from Maven Central) until Ctrl-C."""
+    try:
+        sys.exit(run_dev_kafka(port))
+    except KafkaLauncherError as exc:
+        raise UserError(str(exc)) from exc
 
 
 def main() -> None:

@@ -42,6 +42,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
 
+from assertions.errors import EvalstreamError
+
 __all__ = [
     "KafkaBroker",
     "KafkaLauncherError",
@@ -68,7 +70,7 @@ _TOOL_JVM_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 _BIND_RETRIES = 3
 
 
-class KafkaLauncherError(Exception):
+class KafkaLauncherError(EvalstreamError):
     """The dev/test Kafka broker could not be assembled, started or reached.
 
     The message names the problem and the fix (install Java or Maven, check network access

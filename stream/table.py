@@ -15,7 +15,11 @@ _STYLE = {"passed": "green", "failed": "red", "error": "yellow", "unevaluated": 
 def print_table(report: CheckReport, console: Console) -> None:
     table = Table(title="evalstream check", show_lines=False)
     for column in ("episode", "case", "status", "close", "signals", "assertions"):
-        table.add_column(column, justify="right" if column == "signals" else "left")
+        table.add_column(
+            column,
+            justify="right" if column == "signals" else "left",
+            overflow="fold",  # ids are what users grep for: never truncate them
+        )
     for r in report.results:
         ok = sum(1 for a in r.assertions if a.verdict == Verdict.PASS)
         table.add_row(
