@@ -17,7 +17,7 @@ install: $(STAMP)
 EXAMPLES := code-review code-generation refactoring debugging
 demo: $(STAMP)
 	@# Exit 1 means "some episodes failed", which the examples are built to show.
-	$(VENV)/bin/evalstream check $(foreach d,$(EXAMPLES),--suite examples/$(d)/suite.yaml) \
+	$(VENV)/bin/evalstream up --metrics-port 0 $(foreach d,$(EXAMPLES),--suite examples/$(d)/suite.yaml) \
 		$(foreach d,$(EXAMPLES),examples/$(d)/episodes.jsonl) || test $$? -eq 1
 
 test: $(STAMP)

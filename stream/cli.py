@@ -6,9 +6,13 @@ input error (printed as one message, no traceback).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -17,9 +21,12 @@ from assertions.assembly import CloseRules
 from assertions.errors import InputError
 from assertions.pricing import PricingTable, default_pricing, load_pricing
 from assertions.reports.check_report import render_json, render_junit, render_markdown
+from assertions.results import Summary
 from assertions.schema import suite_json_schema
-from assertions.suites import load_suite
+from assertions.suites import Suite, load_suite
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
+from stream.embedded import run_embedded, serve_metrics
+from stream.metrics import PipelineMetrics
 from stream.offline import check_files
 from stream.table import print_table
 
@@ -41,16 +48,88 @@ def cli() -> None:
     """Continuous evaluation of AI agents from the signals they emit."""
 
 
+def common_options(func: Callable[..., None]) -> Callable[..., None]:
+    """Options shared by every command that evaluates: suites, pricing and close rules."""
+    options = [
+        click.option(
+            "--suite",
+            "-s",
+            "suites",
+            multiple=True,
+            required=True,
+            type=click.Path(dir_okay=False),
+            help="Suite YAML file (repeatable).",
+        ),
+        click.option(
+            "--pricing",
+            type=click.Path(exists=True, dir_okay=False),
+            help="JSON pricing table overriding the built-in one.",
+        ),
+        click.option(
+            "--end-signal",
+            "end_signals",
+            multiple=True,
+            help="End-signal pattern (default harness:end; repeatable).",
+        ),
+        click.option(
+            "--grace-ms",
+            type=float,
+            default=2000.0,
+            show_default=True,
+            help="Wait after the end signal for stragglers.",
+        ),
+        click.option(
+            "--inactivity-ms",
+            type=float,
+            default=300_000.0,
+            show_default=True,
+            help="Close an episode after this much silence.",
+        ),
+        click.option(
+            "--reorder-ms",
+            type=float,
+            default=0.0,
+            show_default=True,
+            help="Sort signals by (timestamp, seq) within this lateness.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@dataclass(frozen=True)
+class Loaded:
+    suites: list[Suite]
+    pricing: PricingTable
+    rules: CloseRules
+
+
+def load_common(
+    suites: tuple[str, ...],
+    pricing: str | None,
+    end_signals: tuple[str, ...],
+    grace_ms: float,
+    inactivity_ms: float,
+    reorder_ms: float,
+) -> Loaded:
+    try:
+        return Loaded(
+            suites=[load_suite(path) for path in suites],
+            pricing=load_pricing(Path(pricing)) if pricing else default_pricing(),
+            rules=CloseRules(
+                end_patterns=end_signals or ("harness:end",),
+                grace_ms=grace_ms,
+                inactivity_ms=inactivity_ms,
+                reorder_ms=reorder_ms,
+            ),
+        )
+    except (InputError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+
+
 @cli.command()
-@click.option(
-    "--suite",
-    "-s",
-    "suites",
-    multiple=True,
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="Suite YAML file (repeatable).",
-)
+@common_options
 @click.argument("recordings", nargs=-1, required=True)
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
@@ -61,67 +140,26 @@ def cli() -> None:
     type=click.Path(dir_okay=False, writable=True),
     help="Write the report here instead of stdout.",
 )
-@click.option(
-    "--pricing",
-    type=click.Path(exists=True, dir_okay=False),
-    help="JSON pricing table overriding the built-in one.",
-)
 @click.option("--episode-id", help="Episode id for signals that carry none (seed-003 recordings).")
-@click.option(
-    "--end-signal",
-    "end_signals",
-    multiple=True,
-    help="End-signal pattern (default harness:end; repeatable).",
-)
-@click.option(
-    "--grace-ms",
-    type=float,
-    default=2000.0,
-    show_default=True,
-    help="Wait after the end signal for stragglers.",
-)
-@click.option(
-    "--inactivity-ms",
-    type=float,
-    default=300_000.0,
-    show_default=True,
-    help="Close an episode after this much silence (event time).",
-)
-@click.option(
-    "--reorder-ms",
-    type=float,
-    default=0.0,
-    show_default=True,
-    help="Sort signals by (timestamp, seq) within this lateness.",
-)
 def check(
     suites: tuple[str, ...],
     recordings: tuple[str, ...],
     fmt: str,
     out: str | None,
-    pricing: str | None,
     episode_id: str | None,
-    end_signals: tuple[str, ...],
-    grace_ms: float,
-    inactivity_ms: float,
-    reorder_ms: float,
+    **common: Any,
 ) -> None:
     """Evaluate recorded signals (JSONL files, `-` for stdin) against suites."""
+    loaded = load_common(suites, **common)
     try:
-        loaded = [load_suite(path) for path in suites]
-        table: PricingTable = load_pricing(Path(pricing)) if pricing else default_pricing()
-        rules = CloseRules(
-            end_patterns=end_signals or ("harness:end",),
-            grace_ms=grace_ms,
-            inactivity_ms=inactivity_ms,
-            reorder_ms=reorder_ms,
-        )
         report = check_files(
-            list(recordings), loaded, rules=rules, pricing=table, episode_id=episode_id
+            list(recordings),
+            loaded.suites,
+            rules=loaded.rules,
+            pricing=loaded.pricing,
+            episode_id=episode_id,
         )
     except InputError as exc:
-        raise UserError(str(exc)) from exc
-    except ValueError as exc:
         raise UserError(str(exc)) from exc
     if fmt == "table" and out is None:
         print_table(report, Console())
@@ -139,6 +177,65 @@ def check(
     for case_id in report.unknown_cases:
         click.echo(f"warning: case_id {case_id!r} matches no case of the given suites", err=True)
     sys.exit(report.exit_code())
+
+
+@cli.command()
+@common_options
+@click.argument("sources", nargs=-1)
+@click.option("--follow", is_flag=True, help="Keep reading files as they grow (like tail -f).")
+@click.option(
+    "--metrics-port",
+    type=int,
+    default=9464,
+    show_default=True,
+    help="Serve /metrics here; 0 turns it off.",
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+def up(
+    suites: tuple[str, ...],
+    sources: tuple[str, ...],
+    follow: bool,
+    metrics_port: int,
+    metrics_host: str,
+    **common: Any,
+) -> None:
+    """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
+
+    SOURCES are JSONL files, or `-` for standard input (the default).
+    """
+    loaded = load_common(suites, **common)
+    metrics = PipelineMetrics()
+    if metrics_port:
+        try:
+            serve_metrics(metrics, metrics_port, metrics_host)
+        except OSError as exc:
+            raise UserError(
+                f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc}; "
+                "pass --metrics-port 0 or another port"
+            ) from exc
+    console = Console()
+    try:
+        run = asyncio.run(
+            run_embedded(
+                list(sources) or ["-"],
+                loaded.suites,
+                rules=loaded.rules,
+                pricing=loaded.pricing,
+                follow=follow,
+                metrics=metrics,
+                console=console,
+            )
+        )
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+    except KeyboardInterrupt:
+        sys.exit(130)
+    s = Summary.of(run.results)
+    console.print(
+        f"{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.unevaluated} unevaluated "
+        f"of {s.episodes} episodes; {run.verdicts} verdicts; {len(run.dead_letters)} dead letters"
+    )
+    sys.exit(run.exit_code())
 
 
 @cli.command()

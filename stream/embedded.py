@@ -1,0 +1,188 @@
+"""The embedded runtime (`evalstream up`): the pipeline on in-process queues, no Kafka.
+
+Sources are JSONL files, standard input (`-`) or files followed as they grow (`--follow`).
+Verdicts and closed episodes are printed live; `/metrics` is served for Prometheus. Finite
+files are replayed in event time, so the results equal `evalstream check` on the same input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import start_http_server
+from rich.console import Console
+from rich.text import Text
+
+from assertions.assembly import CloseRules
+from assertions.errors import InputError
+from assertions.judging import Judge
+from assertions.pricing import PricingTable
+from assertions.results import EpisodeResult, Summary
+from assertions.suites import Suite
+from stream.metrics import PipelineMetrics
+from stream.pipeline import DLQ, EPISODES, VERDICTS, Envelope, Pipeline
+
+JSON = Any
+QUEUE_SIZE = 10_000
+TICK_SECONDS = 0.5
+FOLLOW_POLL_SECONDS = 0.2
+
+
+@dataclass
+class EmbeddedRun:
+    results: list[EpisodeResult] = field(default_factory=list)
+    dead_letters: list[dict[str, JSON]] = field(default_factory=list)
+    verdicts: int = 0
+
+    def exit_code(self) -> int:
+        if self.dead_letters:
+            return 2
+        return 0 if Summary.of(self.results).ok else 1
+
+
+class ConsoleSink:
+    """Prints what the pipeline emits, as it happens; keeps dead letters and results."""
+
+    def __init__(
+        self, console: Console | None, run: EmbeddedRun, *, quiet_passes: bool = True
+    ) -> None:
+        self.console = console
+        self.run = run
+        self.quiet_passes = quiet_passes
+
+    async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
+        if stream == DLQ:
+            self.run.dead_letters.append(record)
+            self._print(f"dead letter ({record['reason']}): {record['message']}", "yellow")
+        elif stream == VERDICTS:
+            self.run.verdicts += 1
+            verdict = record["verdict"]
+            if record["early"] and not (self.quiet_passes and verdict == "pass"):
+                style = {"pass": "green", "fail": "red"}.get(verdict, "yellow")
+                self._print(
+                    f"{record['episode_id']} [{record['index']}] {record['type']} {verdict} "
+                    f"early at {record['decided_at']}: {record['message']}",
+                    style,
+                )
+        elif stream == EPISODES:
+            status = record["status"]
+            style = {"passed": "green", "failed": "red", "error": "yellow"}.get(status, "dim")
+            ok = sum(1 for a in record["assertions"] if a["verdict"] == "pass")
+            self._print(
+                f"{record['episode_id']} ({record['case_id'] or 'no case'}) {status}: "
+                f"{ok}/{len(record['assertions'])} assertions, {record['close_reason']}",
+                style,
+            )
+
+    def _print(self, text: str, style: str) -> None:
+        if self.console is not None:
+            self.console.print(Text(text, style=style))
+
+
+async def _read_lines(path: str, follow: bool) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    if path == "-":
+        stream = sys.stdin.buffer
+        while True:
+            line = await loop.run_in_executor(None, stream.readline)
+            if not line:
+                return
+            yield line
+    try:
+        handle = Path(path).open("rb")  # noqa: SIM115 - closed in finally; read across awaits
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        pending = b""
+        while True:
+            chunk = handle.readline()
+            if chunk:
+                pending += chunk
+                if pending.endswith(b"\n"):
+                    yield pending
+                    pending = b""
+                continue
+            if not follow:
+                if pending:
+                    yield pending
+                return
+            await asyncio.sleep(FOLLOW_POLL_SECONDS)  # a followed file grows: poll
+    finally:
+        handle.close()
+
+
+async def run_embedded(
+    sources: list[str],
+    suites: list[Suite],
+    *,
+    rules: CloseRules | None = None,
+    pricing: PricingTable | None = None,
+    judge: Judge | None = None,
+    follow: bool = False,
+    metrics: PipelineMetrics | None = None,
+    console: Console | None = None,
+    run: EmbeddedRun | None = None,
+) -> EmbeddedRun:
+    """Runs until the sources end (never, when following); `run` collects results live."""
+    run = run if run is not None else EmbeddedRun()
+    live = follow or "-" in sources
+    pipeline = Pipeline(
+        suites,
+        ConsoleSink(console, run),
+        rules=rules,
+        pricing=pricing,
+        judge=judge,
+        metrics=metrics,
+        on_result=run.results.append,
+        event_time=not live,
+    )
+    queue: asyncio.Queue[Envelope | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
+
+    async def produce(path: str) -> None:
+        line_no = 0
+        async for line in _read_lines(path, follow):
+            line_no += 1
+            stripped = line.strip()
+            if stripped:
+                await queue.put(
+                    Envelope(topic="signals", value=stripped, partition=None, offset=line_no)
+                )
+
+    async def produce_all() -> None:
+        try:
+            await asyncio.gather(*(produce(p) for p in sources))
+        finally:
+            await queue.put(None)
+
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(TICK_SECONDS)
+            await pipeline.tick()
+
+    producer = asyncio.create_task(produce_all())
+    tick = asyncio.create_task(ticker()) if live else None
+    try:
+        while (env := await queue.get()) is not None:
+            await pipeline.handle(env)
+        await producer  # re-raises a source error (e.g. an unreadable file)
+    finally:
+        if tick is not None:
+            tick.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await tick
+        producer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, InputError):
+            await producer
+        await pipeline.drain()
+    return run
+
+
+def serve_metrics(metrics: PipelineMetrics, port: int, host: str = "127.0.0.1") -> None:
+    """Serve /metrics in a background thread (prometheus_client's server)."""
+    start_http_server(port, addr=host, registry=metrics.registry)

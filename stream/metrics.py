@@ -1,0 +1,78 @@
+"""Prometheus metrics of the pipeline, on an injected registry (no process globals).
+
+Units are seconds; label sets are bounded (suite, assertion type, verdict, reason, topic,
+partition) — never an episode id.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.process_collector import ProcessCollector
+
+LEAD_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+LATENCY_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+
+
+class PipelineMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        if process:
+            ProcessCollector(registry=r)  # process_resident_memory_bytes and friends
+        self.signals = Counter(
+            "evalstream_signals_consumed", "Signals read from a source.", ["source"], registry=r
+        )
+        self.rejected = Counter(
+            "evalstream_signals_rejected",
+            "Input sent to the dead-letter sink.",
+            ["reason"],
+            registry=r,
+        )
+        self.duplicates = Counter(
+            "evalstream_duplicate_signals",
+            "Signals dropped as duplicates of one already seen.",
+            registry=r,
+        )
+        self.late = Counter(
+            "evalstream_late_signals", "Signals for an episode that had already closed.", registry=r
+        )
+        self.open_episodes = Gauge(
+            "evalstream_open_episodes", "Episodes currently open.", registry=r
+        )
+        self.episodes = Counter(
+            "evalstream_episodes_closed",
+            "Closed episodes by close reason and outcome.",
+            ["reason", "outcome"],
+            registry=r,
+        )
+        self.verdicts = Counter(
+            "evalstream_verdicts",
+            "Assertion verdicts by suite, type and verdict; early=true when decided before close.",
+            ["suite", "type", "verdict", "early"],
+            registry=r,
+        )
+        self.lead_time = Histogram(
+            "evalstream_early_verdict_lead_seconds",
+            "How long before its episode's last signal (event time) an early verdict was decided.",
+            ["type"],
+            buckets=LEAD_BUCKETS,
+            registry=r,
+        )
+        self.evaluation_latency = Histogram(
+            "evalstream_evaluation_latency_seconds",
+            "Wall time to process one batch of signals (decode, assemble, evaluate, emit).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.verdict_delay = Histogram(
+            "evalstream_verdict_delay_seconds",
+            "Wall clock at emission minus the deciding signal's event time.",
+            buckets=(*LATENCY_BUCKETS, 10, 30, 60),
+            registry=r,
+        )
+        self.consumer_lag = Gauge(
+            "evalstream_consumer_lag",
+            "Messages between the committed position and the end of each source partition.",
+            ["topic", "partition"],
+            registry=r,
+        )

@@ -1,0 +1,243 @@
+"""The processing pipeline: decode -> assemble -> evaluate -> emit, for any transport.
+
+Plain async code with an injected sink, clock, metrics and judge. The embedded runtime drives
+it from in-process queues and the Faust worker from Kafka topics; `evalstream check` drives the
+same assembler and engine from files. Nothing about evaluation differs between them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from assertions.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
+from assertions.errors import SignalDecodeError
+from assertions.judging import Judge
+from assertions.kinds.base import CompileContext
+from assertions.pricing import PricingTable, default_pricing
+from assertions.records import DeadLetter, episode_record, verdict_record
+from assertions.results import EpisodeResult
+from assertions.signals import Signal, signal_from_obj
+from assertions.suites import Suite, SuiteSet
+from connectors.llm_call_codec import llm_call_signals
+from stream.metrics import PipelineMetrics
+from stream.offline import resolve_judgements
+
+JSON = Any
+VERDICTS, EPISODES, DLQ = "verdicts", "episodes", "dlq"
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_576
+
+
+class Sink(Protocol):
+    """Where output records go: `stream` is one of verdicts / episodes / dlq."""
+
+    async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One raw input message and where it came from (for dead letters and offsets)."""
+
+    topic: str
+    value: bytes
+    key: bytes | None = None
+    partition: int | None = None
+    offset: int | None = None
+    timestamp_ms: int | None = None
+
+
+class MemorySink:
+    """Collects records in lists; for tests and the embedded runtime's printer."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, list[tuple[str, dict[str, JSON]]]] = {
+            VERDICTS: [],
+            EPISODES: [],
+            DLQ: [],
+        }
+
+    async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
+        self.records[stream].append((key, record))
+
+
+def wall_clock_ms() -> float:
+    return time.time() * 1000.0
+
+
+class Pipeline:
+    def __init__(
+        self,
+        suites: list[Suite],
+        sink: Sink,
+        *,
+        rules: CloseRules | None = None,
+        pricing: PricingTable | None = None,
+        metrics: PipelineMetrics | None = None,
+        judge: Judge | None = None,
+        clock: Callable[[], float] = wall_clock_ms,
+        llm_topics: frozenset[str] = frozenset({"llm-calls"}),
+        require_key: bool = False,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        on_result: Callable[[EpisodeResult], None] | None = None,
+        event_time: bool = False,
+    ) -> None:
+        """`event_time`: drive grace and inactivity by the input's own timestamps (a replay of a
+        finite recording, exactly as `evalstream check` does) instead of the wall clock."""
+        self.pricing = pricing or default_pricing()
+        self.suite_set = SuiteSet(suites, CompileContext(self.pricing))
+        self.assembler = EpisodeAssembler(self.suite_set.plan_for, rules, self.pricing)
+        self.sink = sink
+        self.metrics = metrics or PipelineMetrics(process=False)
+        self.judge = judge
+        self.clock = clock
+        self.llm_topics = llm_topics
+        self.require_key = require_key
+        self.max_message_bytes = max_message_bytes
+        self.on_result = on_result
+        self.event_time = event_time
+        self._watermark = float("-inf")
+        self._last_sweep = float("-inf")
+
+    # --- input ---------------------------------------------------------------------------
+
+    async def handle(self, env: Envelope) -> None:
+        """Decode one raw message and process it; bad input goes to the dead-letter sink."""
+        self.metrics.signals.labels(env.topic).inc()
+        try:
+            signals = self._decode(env)
+        except SignalDecodeError as exc:
+            await self.dead_letter(env, exc.reason, exc.message)
+            return
+        for sig in signals:
+            await self.handle_signal(sig, env)
+
+    def _decode(self, env: Envelope) -> list[Signal]:
+        if len(env.value) > self.max_message_bytes:
+            raise SignalDecodeError(
+                "oversized", f"message of {len(env.value)} bytes exceeds {self.max_message_bytes}"
+            )
+        key: str | None = None
+        if env.key is not None:
+            try:
+                key = env.key.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SignalDecodeError("bad_key", "message key is not UTF-8") from exc
+        elif self.require_key:
+            raise SignalDecodeError(
+                "missing_key", "message has no key; key every message by its episode id"
+            )
+        try:
+            obj = orjson.loads(env.value)
+        except orjson.JSONDecodeError as exc:
+            reason = "undecodable" if _not_utf8(env.value) else "invalid_json"
+            raise SignalDecodeError(reason, f"not a JSON document: {exc}") from exc
+        if env.topic in self.llm_topics:
+            signals = llm_call_signals(obj, episode_id=key)
+        else:
+            signals = [signal_from_obj(obj, episode_id=key)]
+        if key is not None and any(s.episode_id != key for s in signals):
+            raise SignalDecodeError(
+                "key_mismatch",
+                f"message key {key!r} differs from its episode_id {signals[0].episode_id!r}; "
+                "the key decides the partition, so both must be the episode id",
+            )
+        return signals
+
+    def now(self) -> float:
+        return self._watermark if self.event_time else self.clock()
+
+    async def handle_signal(self, sig: Signal, env: Envelope | None = None) -> None:
+        if self.event_time:
+            self._watermark = max(self._watermark, sig.ts)
+            if self._watermark - self._last_sweep >= 1_000.0:
+                self.assembler.sweep(self._watermark)
+                self._last_sweep = self._watermark
+        status = self.assembler.feed(sig, self.now())
+        if status is Accept.DUPLICATE:
+            self.metrics.duplicates.inc()
+        elif status is Accept.LATE:
+            self.metrics.late.inc()
+            await self.dead_letter(
+                env or Envelope("signals", orjson.dumps(sig.to_wire())),
+                "late",
+                f"signal {sig.id} ({sig.name}) arrived after episode {sig.episode_id} closed",
+            )
+        await self._emit_pending()
+
+    async def dead_letter(self, env: Envelope, reason: str, message: str) -> None:
+        self.metrics.rejected.labels(reason).inc()
+        letter = DeadLetter(
+            reason,
+            message,
+            env.topic,
+            env.partition,
+            env.offset,
+            env.key,
+            env.value,
+            env.timestamp_ms,
+        )
+        key = env.key.decode("utf-8", "replace") if env.key is not None else letter.dedupe_key
+        await self.sink.publish(DLQ, key, letter.to_json())
+
+    # --- time ----------------------------------------------------------------------------
+
+    async def tick(self) -> None:
+        """Close what is due by the clock (grace periods, inactivity, maximum duration)."""
+        if not self.event_time:
+            self.assembler.sweep(self.clock())
+        await self._emit_pending()
+
+    async def drain(self) -> None:
+        """The input ended: close every open episode."""
+        self.assembler.flush()
+        await self._emit_pending()
+
+    # --- output --------------------------------------------------------------------------
+
+    async def _emit_pending(self) -> None:
+        asm = self.assembler
+        if asm.early:
+            now_s = time.time()
+            for early in asm.drain_early():
+                ep = early.episode
+                outcome = ep.evaluation.result_of(early.top_index)
+                record = verdict_record(ep.episode_id, outcome, ep.attrs, early=True)
+                await self.sink.publish(VERDICTS, ep.episode_id, record)
+                self.metrics.verdict_delay.observe(max(0.0, now_s - early.signal.ts / 1000.0))
+        if asm.ready:
+            await self._emit_closed(asm.drain_ready())
+        self.metrics.open_episodes.set(len(asm.open))
+
+    async def _emit_closed(self, closed: list[ClosedEpisode]) -> None:
+        await resolve_judgements(closed, self.judge)
+        for c in closed:
+            result = c.result()
+            ended = result.ended_ts
+            for outcome in result.assertions:
+                early = outcome.decided_at is not None
+                if not early:
+                    record = verdict_record(result.episode_id, outcome, result.attrs, early=False)
+                    await self.sink.publish(VERDICTS, result.episode_id, record)
+                elif ended is not None and outcome.decided_ts is not None:
+                    self.metrics.lead_time.labels(outcome.type).observe(
+                        max(0.0, (ended - outcome.decided_ts) / 1000.0)
+                    )
+                self.metrics.verdicts.labels(
+                    outcome.suite, outcome.type, outcome.verdict.value, str(early).lower()
+                ).inc()
+            await self.sink.publish(EPISODES, result.episode_id, episode_record(result))
+            self.metrics.episodes.labels(result.close_reason, result.status).inc()
+            if self.on_result is not None:
+                self.on_result(result)
+
+
+def _not_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
