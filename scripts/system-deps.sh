@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the system packages the test tiers need (real Prometheus, kcat, a JDK and Maven for
-# the Kafka broker) when they are missing. Idempotent; needs root (as CI and dev machines have).
+# Installs the system packages the test tiers need when they are missing: a JDK and Maven (the
+# real Kafka broker), Debian's Prometheus (scrape and alert-rule tests) and kcat (a real Kafka
+# client). Idempotent; needs root (as CI and the dev machines have).
 set -euo pipefail
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing system packages: ${need[*]} (install them, or run as root)" >&2
@@ -12,4 +15,6 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  # Debian's package may start a system Prometheus on :9090; the tests start their own.
+  if command -v service >/dev/null 2>&1; then service prometheus stop >/dev/null 2>&1 || true; fi
 fi
