@@ -1,0 +1,64 @@
+"""Creating evalstream's topics explicitly, with the configured partition count.
+
+Auto-created topics get the broker's default partition count, which breaks co-partitioning of
+signals and LLM calls by episode id; so topics are created up front, and an existing topic with
+a different partition count is an error that says how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from assertions.errors import InputError
+
+
+class TopicMismatchError(InputError):
+    """An existing topic's partition count differs from the configured one."""
+
+
+async def ensure_topics(
+    bootstrap: str,
+    topics: Iterable[str],
+    partitions: int,
+    replication_factor: int = 1,
+    *,
+    compacted: Iterable[str] = (),
+) -> dict[str, int]:
+    """Create missing topics; verify existing ones. Returns topic -> partition count."""
+    wanted = list(topics)
+    compact = set(compacted)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        missing = [t for t in wanted if t not in existing]
+        if missing:
+            try:
+                await admin.create_topics(
+                    [
+                        NewTopic(
+                            name=t,
+                            num_partitions=partitions,
+                            replication_factor=replication_factor,
+                            topic_configs={"cleanup.policy": "compact"} if t in compact else {},
+                        )
+                        for t in missing
+                    ]
+                )
+            except TopicAlreadyExistsError:
+                pass  # another worker created it first: verified below
+        described = await admin.describe_topics(wanted)
+        counts = {d["topic"]: len(d["partitions"]) for d in described}
+    finally:
+        await admin.close()
+    for topic in wanted:
+        count = counts.get(topic, 0)
+        if count != partitions:
+            raise TopicMismatchError(
+                f"topic {topic!r} has {count} partitions but {partitions} are configured; "
+                "use the existing count (EVALSTREAM_PARTITIONS) or recreate the topic"
+            )
+    return counts

@@ -1,0 +1,100 @@
+"""Worker settings: defaults < config file (YAML) < environment (EVALSTREAM_*) < CLI flags."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assertions.assembly import CloseRules
+from assertions.errors import InputError
+
+JSON = Any
+ENV_PREFIX = "EVALSTREAM_"
+TOPIC_NAMES = ("signals", "llm-calls", "verdicts", "episodes", "alerts", "dlq")
+
+
+class WorkerSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    broker: str = Field(
+        "127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]."
+    )
+    app_id: str = Field("evalstream", description="Consumer group and Faust app id.")
+    topic_prefix: str = Field("evalstream.", description="Prefix of every topic name.")
+    partitions: int = Field(8, ge=1, description="Partitions of every evalstream topic.")
+    replication_factor: int = Field(1, ge=1)
+    suites: list[str] = Field(default_factory=list, description="Suite YAML files.")
+    pricing: str | None = Field(None, description="Pricing table JSON overriding the built-in.")
+    end_patterns: list[str] = Field(default_factory=lambda: ["harness:end"])
+    grace_ms: float = Field(2_000.0, ge=0)
+    inactivity_ms: float = Field(300_000.0, gt=0)
+    max_duration_ms: float | None = Field(6 * 3_600_000.0, gt=0)
+    max_signals: int | None = Field(1_000_000, ge=1)
+    reorder_ms: float = Field(0.0, ge=0)
+    sweep_interval_s: float = Field(
+        1.0, gt=0, description="How often each worker sweeps its episodes."
+    )
+    max_message_bytes: int = Field(1_048_576, ge=1024)
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(9464, ge=0, le=65535)
+    data_dir: str = Field(".evalstream", description="Local state of the worker (Faust tables).")
+
+    def topic(self, name: str) -> str:
+        if name not in TOPIC_NAMES:
+            raise KeyError(name)
+        return f"{self.topic_prefix}{name}"
+
+    def close_rules(self) -> CloseRules:
+        return CloseRules(
+            end_patterns=tuple(self.end_patterns),
+            grace_ms=self.grace_ms,
+            inactivity_ms=self.inactivity_ms,
+            max_duration_ms=self.max_duration_ms,
+            max_signals=self.max_signals,
+            reorder_ms=self.reorder_ms,
+        )
+
+
+_LIST_FIELDS = {"suites", "end_patterns"}
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, JSON]:
+    out: dict[str, JSON] = {}
+    for name in WorkerSettings.model_fields:
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is None:
+            continue
+        out[name] = [part for part in raw.split(",") if part] if name in _LIST_FIELDS else raw
+    return out
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, JSON] | None = None,
+) -> WorkerSettings:
+    data: dict[str, JSON] = {}
+    if config_file is not None:
+        path = Path(config_file)
+        try:
+            loaded = yaml.safe_load(path.read_text("utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"{path}: cannot read worker config: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise InputError(f"{path}: the worker config must be a mapping of settings")
+        data.update(loaded)
+    data.update(_from_env(env or {}))
+    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return WorkerSettings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        origin = f" (from {config_file} or {ENV_PREFIX}{field.upper()})" if field else ""
+        valid = ", ".join(WorkerSettings.model_fields)
+        hint = f"; valid settings: {valid}" if err["type"] == "extra_forbidden" else ""
+        raise InputError(f"worker setting {field!r}{origin}: {err['msg']}{hint}") from exc
