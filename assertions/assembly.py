@@ -48,7 +48,10 @@ class CloseRules:
     max_duration_ms: float | None = 6 * 3_600_000.0
     max_signals: int | None = 1_000_000
     reorder_ms: float = 0.0  # 0: arrival order
-    dedupe_window: int = 1024  # ids remembered per episode for duplicate detection
+    # Duplicates are detected among the last `dedupe_window` signals this assembler accepted
+    # (keyed by episode id and signal id): one fixed-size window for all episodes, so the
+    # memory of an open episode does not depend on deduplication at all.
+    dedupe_window: int = 65_536
 
     def __post_init__(self) -> None:
         for name in ("grace_ms", "inactivity_ms", "reorder_ms"):
@@ -69,8 +72,6 @@ class OpenEpisode:
         "evaluation",
         "last_seen",
         "opened_at",
-        "recent",
-        "recent_ids",
         "reorder",
         "signals",
         "truncate",
@@ -82,7 +83,6 @@ class OpenEpisode:
         evaluation: EpisodeEvaluation,
         attrs: dict[str, JSON],
         now: float,
-        window: int,
     ) -> None:
         self.episode_id = episode_id
         self.evaluation = evaluation
@@ -92,8 +92,6 @@ class OpenEpisode:
         self.signals = 0
         self.duplicates = 0
         self.end_deadline: float | None = None
-        self.recent_ids: set[str] = set()
-        self.recent: deque[str] = deque(maxlen=window)
         self.reorder: list[tuple[float, int, int, Signal]] | None = None
         self.truncate = False
 
@@ -123,8 +121,8 @@ class ClosedEpisode:
             metrics=facts.metrics(),
             attrs=dict(ep.attrs),
             suites=sorted({a.suite for a in ev.plan.assertions}),
-            started_ts=facts.first_ts,
-            ended_ts=facts.last_ts,
+            started_ts=facts.started_ts,
+            ended_ts=facts.ended_ts,
             output=facts.output(),
         )
 
@@ -160,6 +158,8 @@ class EpisodeAssembler:
         self._tiebreak = itertools.count()
         self.duplicates = 0
         self.late = 0
+        self._recent: set[int] = set()
+        self._ring: deque[int] = deque()
 
     def is_end(self, name: str) -> bool:
         found = self._end_cache.get(name)
@@ -177,16 +177,17 @@ class EpisodeAssembler:
                 self.late += 1
                 return Accept.LATE
             ep = self._open(sig, now)
-        sid = sig.id
-        if sid in ep.recent_ids:
+        key = hash((sig.episode_id, sig.id))
+        recent = self._recent
+        if key in recent:
             ep.duplicates += 1
             self.duplicates += 1
             return Accept.DUPLICATE
-        recent = ep.recent
-        if len(recent) == recent.maxlen:
-            ep.recent_ids.discard(recent[0])
-        recent.append(sid)
-        ep.recent_ids.add(sid)
+        ring = self._ring
+        if len(ring) >= self.rules.dedupe_window:
+            recent.discard(ring.popleft())
+        ring.append(key)
+        recent.add(key)
         ep.last_seen = now
         ep.signals += 1
         if sig.attrs:
@@ -209,7 +210,7 @@ class EpisodeAssembler:
         plan = self.select_plan(sig.episode_id, attrs)
         model = attrs.get("model")
         facts = EpisodeFacts(self.pricing, model if isinstance(model, str) else None)
-        ep = OpenEpisode(sig.episode_id, plan.start(facts), attrs, now, self.rules.dedupe_window)
+        ep = OpenEpisode(sig.episode_id, plan.start(facts), attrs, now)
         if self.rules.reorder_ms > 0:
             ep.reorder = []
         self.open[sig.episode_id] = ep

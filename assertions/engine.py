@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assertions.facts import EpisodeFacts
+from assertions.facts import EpisodeFacts, fact_kind
 from assertions.judging import JudgeRequest
 from assertions.kinds.base import CompileContext, Composite, Leaf
 from assertions.kinds.compose import combine, describe_children
@@ -80,7 +80,8 @@ class Plan:
             self.top.append(self._add(planned.spec, -1))
             self.rules.append(planned.spec.rule_id())
         self.judge_leaves = [i for i, leaf in enumerate(self.leaves) if leaf.is_judge]
-        self._dispatch: dict[str, tuple[tuple[int, Feed], ...]] = {}
+        # name -> (fact kind, handlers): one lookup per signal decides all the work it causes.
+        self.dispatch: dict[str, tuple[int, tuple[tuple[int, Feed], ...]]] = {}
 
     def _add(self, spec: AssertionSpec, parent: int) -> int:
         node = len(self.kind)
@@ -101,16 +102,20 @@ class Plan:
             self.leaves.append(compiled)
         return node
 
-    def handlers(self, name: str) -> tuple[tuple[int, Feed], ...]:
-        found = self._dispatch.get(name)
+    def entry(self, name: str) -> tuple[int, tuple[tuple[int, Feed], ...]]:
+        found = self.dispatch.get(name)
         if found is None:
-            found = tuple(
+            handlers = tuple(
                 (i, leaf.feed) for i, leaf in enumerate(self.leaves) if leaf.interest.admits(name)
             )
-            if len(self._dispatch) >= _DISPATCH_CACHE_LIMIT:
-                self._dispatch.clear()
-            self._dispatch[name] = found
+            found = (fact_kind(name), handlers)
+            if len(self.dispatch) >= _DISPATCH_CACHE_LIMIT:
+                self.dispatch.clear()  # custom names are unbounded in principle
+            self.dispatch[name] = found
         return found
+
+    def handlers(self, name: str) -> tuple[tuple[int, Feed], ...]:
+        return self.entry(name)[1]
 
     def start(self, facts: EpisodeFacts) -> EpisodeEvaluation:
         return EpisodeEvaluation(self, facts)
@@ -139,17 +144,24 @@ class EpisodeEvaluation:
 
     def feed(self, sig: Signal) -> list[int] | None:
         """Feed one signal; returns the top-level indices it decided, if any."""
-        self.facts.observe(sig)
-        if not self.open_top:
-            return None
-        handlers = self.plan.handlers(sig.name)
-        if not handlers:
+        entry = self.plan.dispatch.get(sig.name)
+        if entry is None:
+            entry = self.plan.entry(sig.name)
+        kind, handlers = entry
+        facts = self.facts
+        ts = sig.ts  # EpisodeFacts.observe, inlined: this runs for every signal
+        if ts < facts.first_ts:
+            facts.first_ts = ts
+        if ts > facts.last_ts:
+            facts.last_ts = ts
+        if kind:
+            facts.observe_kind(kind, sig)
+        if not handlers or not self.open_top:
             return None
         decided: list[int] | None = None
         outcomes = self.outcomes
         leaf_node = self.plan.leaf_node
         states = self.states
-        facts = self.facts
         for leaf, feed in handlers:
             node = leaf_node[leaf]
             if outcomes[node] is not None:

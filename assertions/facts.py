@@ -7,6 +7,8 @@ dict, the output candidates and the tool-call names — never the raw signal lis
 
 from __future__ import annotations
 
+import math
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,8 @@ from assertions.pricing import PricingTable
 from assertions.signals import Signal
 
 JSON = Any
+MAX_TOOL_SEQUENCE = 2_048  # tool calls remembered in order (2 bytes each; 4 KiB at most)
+MAX_TOOL_NAMES = 1_024
 
 # What a signal name means to the facts; resolved once per distinct name.
 _NONE, _START, _END, _PSTART, _PEND, _ACT, _TEXT, _TOOL, _POLICY, _ERROR, _STATE = range(11)
@@ -112,15 +116,18 @@ class EpisodeFacts:
         "policy_violations",
         "pricing",
         "state",
-        "tool_names",
+        "tool_calls",
+        "tool_name_ids",
+        "tool_sequence",
         "total_tokens",
         "unpriced_models",
     )
 
     def __init__(self, pricing: PricingTable, default_model: str | None = None) -> None:
         self.pricing = pricing
-        self.first_ts: float | None = None
-        self.last_ts: float | None = None
+        # Event-time bounds; infinities until the first signal (no None checks per signal).
+        self.first_ts = math.inf
+        self.last_ts = -math.inf
         self.state: dict[str, JSON] = {}
         self.harness_output: str | None = None
         self.harness_duration_ms: float | None = None
@@ -133,23 +140,36 @@ class EpisodeFacts:
         self.unpriced_models: list[str] = []
         self.llm_calls = 0
         self.activations = 0
-        self.tool_names: list[str] = []
+        # The tool-call sequence (for order-aware scoring) as 2-byte indices into a small
+        # name table, capped: state stays bounded by the suite, not the episode length.
+        self.tool_calls = 0
+        self.tool_name_ids: dict[str, int] = {}
+        self.tool_sequence = array("H")
         self.errors = 0
         self.policy_violations: dict[str, int] = {}
         self.last_model = default_model
         self.model_by_agent: dict[str, str] = {}
 
     def observe(self, sig: Signal) -> None:
+        """Update the facts with one signal (the engine inlines this on its hot path)."""
         ts = sig.ts
-        if self.first_ts is None or ts < self.first_ts:
+        if ts < self.first_ts:
             self.first_ts = ts
-        if self.last_ts is None or ts > self.last_ts:
+        if ts > self.last_ts:
             self.last_ts = ts
         kind = fact_kind(sig.name)
         if kind != _NONE:
-            self._observe_kind(kind, sig)
+            self.observe_kind(kind, sig)
 
-    def _observe_kind(self, kind: int, sig: Signal) -> None:
+    @property
+    def started_ts(self) -> float | None:
+        return None if self.first_ts == math.inf else self.first_ts
+
+    @property
+    def ended_ts(self) -> float | None:
+        return None if self.last_ts == -math.inf else self.last_ts
+
+    def observe_kind(self, kind: int, sig: Signal) -> None:
         payload = sig.payload
         if kind == _PEND:
             self._observe_call_end(sig)
@@ -157,7 +177,15 @@ class EpisodeFacts:
             self.activations += 1
         elif kind == _TOOL:
             name = sig.payload_get("name")
-            self.tool_names.append(name if isinstance(name, str) else "")
+            self.tool_calls += 1
+            if len(self.tool_sequence) < MAX_TOOL_SEQUENCE:
+                tool = name if isinstance(name, str) else ""
+                index = self.tool_name_ids.get(tool)
+                if index is None:
+                    if len(self.tool_name_ids) >= MAX_TOOL_NAMES:
+                        return  # beyond this many distinct names the sequence stops growing
+                    index = self.tool_name_ids[tool] = len(self.tool_name_ids)
+                self.tool_sequence.append(index)
         elif kind == _STATE:
             key = state_key_of(sig.name, payload)
             if key is not None and isinstance(payload, dict):
@@ -233,9 +261,14 @@ class EpisodeFacts:
     def latency_ms(self) -> float:
         if self.harness_duration_ms is not None:
             return self.harness_duration_ms
-        if self.first_ts is None or self.last_ts is None:
+        if self.first_ts == math.inf:
             return 0.0
         return self.last_ts - self.first_ts
+
+    def tool_names(self) -> list[str]:
+        """The tool-call sequence by name (the first MAX_TOOL_SEQUENCE calls)."""
+        names = list(self.tool_name_ids)
+        return [names[i] for i in self.tool_sequence]
 
     def metrics(self) -> EpisodeMetrics:
         return EpisodeMetrics(
@@ -246,7 +279,7 @@ class EpisodeFacts:
             cost_usd=self.cost_usd,
             unpriced_models=list(self.unpriced_models),
             activations=self.activations,
-            tool_calls=len(self.tool_names),
+            tool_calls=self.tool_calls,
             llm_calls=self.llm_calls,
             errors=self.errors,
             policy_violations=dict(self.policy_violations),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -36,9 +36,8 @@ class Signal:
         "ts",
     )
 
-    def __init__(
+    def __init__(  # positional-or-keyword: the decoder calls it positionally (hot path)
         self,
-        *,
         id: str,
         episode_id: str,
         name: str,
@@ -103,20 +102,53 @@ class Signal:
         return f"Signal({self.name!r}, id={self.id!r}, episode={self.episode_id!r})"
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_SECONDS_CACHE: dict[str, int] = {}  # "YYYY-MM-DDTHH:MM:SS" -> epoch microseconds
+
+
+def _seconds_us(prefix: str) -> int:
+    base = _SECONDS_CACHE.get(prefix)
+    if base is None:
+        base = (datetime.fromisoformat(prefix).replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
+        if len(_SECONDS_CACHE) >= 65_536:
+            _SECONDS_CACHE.clear()
+        _SECONDS_CACHE[prefix] = base
+    return base
+
+
+def _rfc3339_ms(value: str) -> float:
+    # Fast paths for `...THH:MM:SS.mmmZ` and `...THH:MM:SS[.fraction]Z`: the seconds prefix
+    # repeats across signals, so it is parsed once; the rest is integer arithmetic, so the
+    # result equals the general path to the bit.
+    n = len(value)
+    if n == 24 and value[23] == "Z" and value[19] == "." and value[10] == "T":
+        millis = value[20:23]
+        if millis.isdigit():
+            return (_seconds_us(value[:19]) + int(millis) * 1000) / 1000.0
+    if n >= 20 and value[-1] == "Z" and value[10] == "T":
+        fraction = value[19:-1]
+        if not fraction or (len(fraction) > 1 and fraction[0] == "." and fraction[1:].isdigit()):
+            micros = int((fraction[1:] + "000000")[:6]) if fraction else 0
+            return (_seconds_us(value[:19]) + micros) / 1000.0
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return ((parsed - _EPOCH) // _MICROSECOND) / 1000.0
+
+
 def parse_timestamp(value: JSON) -> float:
     """RFC 3339 string or epoch milliseconds -> epoch milliseconds."""
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a timestamp")
-    if isinstance(value, int | float):
+    kind = type(value)
+    if kind is str:
+        return _rfc3339_ms(value)
+    if kind is int or kind is float:
         return float(value)
-    if isinstance(value, str):
-        parsed = datetime.fromisoformat(value)
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.timestamp() * 1000.0
-    raise ValueError(
-        f"expected an RFC 3339 string or epoch milliseconds, got {type(value).__name__}"
-    )
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(
+            f"expected an RFC 3339 string or epoch milliseconds, got {type(value).__name__}"
+        )
+    return float(value)
 
 
 def _content_id(obj: Mapping[str, JSON]) -> str:
@@ -128,24 +160,25 @@ def _content_id(obj: Mapping[str, JSON]) -> str:
 
 def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
     """Validate a decoded JSON object as a signal. Raises SignalDecodeError with a reason."""
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise SignalDecodeError(
             "not_an_object", f"a signal must be a JSON object, got {type(obj).__name__}"
         )
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
+    get = obj.get
+    name = get("name")
+    if type(name) is not str or not name:
         raise SignalDecodeError(
             "missing_name", "signal has no `name` (a non-empty string such as 'tool:call')"
         )
-    ep = obj.get("episode_id", episode_id)
+    ep = get("episode_id")
     if ep is None:
         ep = episode_id
-    if not isinstance(ep, str) or not ep:
+    if type(ep) is not str or not ep:
         raise SignalDecodeError(
             "missing_episode_id",
             "signal has no `episode_id`; set the field, or key the message by episode id",
         )
-    raw_ts = obj.get("timestamp")
+    raw_ts = get("timestamp")
     if raw_ts is None:
         raise SignalDecodeError(
             "missing_timestamp",
@@ -155,49 +188,38 @@ def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
         ts = parse_timestamp(raw_ts)
     except ValueError as exc:
         raise SignalDecodeError("bad_timestamp", f"signal `timestamp` {raw_ts!r}: {exc}") from exc
-    sid = obj.get("id")
+    sid = get("id")
     if sid is None:
         sid = _content_id(obj)
-    elif not isinstance(sid, str) or not sid:
+    elif type(sid) is not str or not sid:
         raise SignalDecodeError("bad_id", f"signal `id` must be a non-empty string, got {sid!r}")
-    seq = obj.get("seq")
-    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
+    seq = get("seq")
+    if seq is not None and type(seq) is not int:
         raise SignalDecodeError("bad_seq", f"signal `seq` must be an integer, got {seq!r}")
-    source = obj.get("source")
+    source = get("source")
     agent = parent = provider = None
     if source is not None:
-        if not isinstance(source, dict):
+        if type(source) is not dict:
             raise SignalDecodeError(
                 "bad_source", "signal `source` must be an object {agent?, provider?, parent?}"
             )
-        agent = _opt_str(source, "agent")
-        parent = _opt_str(source, "parent")
-        provider = _opt_str(source, "provider")
-    attrs = obj.get("attrs")
-    if attrs is not None and not isinstance(attrs, dict):
+        agent = source.get("agent")
+        parent = source.get("parent")
+        provider = source.get("provider")
+        if (
+            (agent is not None and type(agent) is not str)
+            or (parent is not None and type(parent) is not str)
+            or (provider is not None and type(provider) is not str)
+        ):
+            raise SignalDecodeError(
+                "bad_source", "signal `source.agent`, `.parent` and `.provider` must be strings"
+            )
+    attrs = get("attrs")
+    if attrs is not None and type(attrs) is not dict:
         raise SignalDecodeError("bad_attrs", "signal `attrs` must be an object")
     return Signal(
-        id=sid,
-        episode_id=ep,
-        name=name,
-        ts=ts,
-        timestamp=raw_ts,
-        seq=seq,
-        agent=agent,
-        parent=parent,
-        provider=provider,
-        payload=obj.get("payload"),
-        attrs=attrs or None,
+        sid, ep, name, ts, raw_ts, seq, agent, parent, provider, get("payload"), attrs or None
     )
-
-
-def _opt_str(source: Mapping[str, JSON], key: str) -> str | None:
-    value = source.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise SignalDecodeError("bad_source", f"signal `source.{key}` must be a string")
-    return value
 
 
 def decode_signal(raw: bytes | str, *, episode_id: str | None = None) -> Signal:

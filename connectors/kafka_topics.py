@@ -7,6 +7,7 @@ a different partition count is an error that says how to fix it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -36,7 +37,8 @@ async def ensure_topics(
         existing = set(await admin.list_topics())
         missing = [t for t in wanted if t not in existing]
         if missing:
-            try:
+            # Another worker may create them first: verified below.
+            with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics(
                     [
                         NewTopic(
@@ -48,8 +50,6 @@ async def ensure_topics(
                         for t in missing
                     ]
                 )
-            except TopicAlreadyExistsError:
-                pass  # another worker created it first: verified below
         described = await admin.describe_topics(wanted)
         counts = {d["topic"]: len(d["partitions"]) for d in described}
     finally:

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from assertions.assembly import Accept, CloseReason, CloseRules, EpisodeAssembler
+from assertions.facts import MAX_TOOL_SEQUENCE, EpisodeFacts
+from assertions.pricing import default_pricing
 from assertions.results import EpisodeResult
 from assertions.signals import Signal
 from assertions.suites import SuiteSet, parse_suite
@@ -124,9 +126,17 @@ def test_dedupe_window_is_bounded() -> None:
     asm.feed(first, now=0)
     asm.feed(f("text:delta"), now=1)
     asm.feed(f("text:delta"), now=2)
-    # `first` fell out of the two-id window: accepted again (documented bound).
+    # `first` fell out of the two-signal window: accepted again (the documented bound).
     assert asm.feed(first, now=3) is Accept.ACCEPTED
-    assert len(asm.open["e1"].recent_ids) == 2
+    assert len(asm._recent) == 2
+
+
+def test_the_same_id_in_two_episodes_is_not_a_duplicate() -> None:
+    asm = assembler()
+    a = Signal(id="same", episode_id="a", name="text:delta", ts=0)
+    b = Signal(id="same", episode_id="b", name="text:delta", ts=0)
+    assert asm.feed(a, now=0) is Accept.ACCEPTED
+    assert asm.feed(b, now=0) is Accept.ACCEPTED
 
 
 def test_late_signal_after_close_is_rejected_not_merged() -> None:
@@ -258,3 +268,14 @@ def test_early_verdicts_are_reported_with_the_deciding_signal() -> None:
     [early] = asm.drain_early()
     assert (early.top_index, early.signal.id) == (0, bad.id)
     assert early.episode.evaluation.results()[0].verdict is Verdict.FAIL
+
+
+def test_tool_sequence_is_kept_in_order_and_capped() -> None:
+    facts = EpisodeFacts(default_pricing())
+    f = SignalFactory()
+    names = ["Read", "Edit", "Bash"]
+    for i in range(MAX_TOOL_SEQUENCE + 10):
+        facts.observe(f("tool:call", {"name": names[i % 3]}))
+    assert facts.tool_calls == MAX_TOOL_SEQUENCE + 10  # the count is exact
+    assert facts.tool_names()[:4] == ["Read", "Edit", "Bash", "Read"]
+    assert len(facts.tool_names()) == MAX_TOOL_SEQUENCE  # the sequence is bounded
