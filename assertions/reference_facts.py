@@ -89,7 +89,8 @@ class ReferenceEpisode:
         if explicit is not None:
             return explicit
         fallback: str | None = None
-        for sig in reversed(self.signals[:index]):
+        for back in range(index - 1, -1, -1):  # walk back without copying the list
+            sig = self.signals[back]
             if sig.name != "provider:start":
                 continue
             model = model_of(sig.payload)

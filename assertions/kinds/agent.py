@@ -81,7 +81,7 @@ class AgentCausedBy(_AgentSpec):
 
 
 class AgentEmitted(_AgentSpec):
-    """The agent emitted a signal matching `signal` (by `source.agent`)."""
+    """The agent emitted a signal matching `signal` (`source.agent`, else `payload.agent`)."""
 
     type: Literal["agent.emitted"] = "agent.emitted"
     signal: str = Field(min_length=1)
