@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from aiokafka.errors import KafkaError
 from rich.console import Console
 
 from assertions.assembly import CloseRules
@@ -24,10 +26,12 @@ from assertions.reports.check_report import render_json, render_junit, render_ma
 from assertions.results import Summary
 from assertions.schema import suite_json_schema
 from assertions.suites import Suite, load_suite
+from connectors.kafka_topics import ensure_topics
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.metrics import PipelineMetrics
 from stream.offline import check_files
+from stream.settings import TOPIC_NAMES, WorkerSettings, load_settings
 from stream.table import print_table
 
 FORMATS = ("table", "json", "markdown", "junit")
@@ -247,6 +251,51 @@ def schema(out: str | None) -> None:
         Path(out).write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+
+
+def worker_options(func: Callable[..., None]) -> Callable[..., None]:
+    """Options of commands that talk to Kafka; each overrides EVALSTREAM_* and --config."""
+    options = [
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Worker settings YAML.",
+        ),
+        click.option("--broker", help="Kafka bootstrap servers (EVALSTREAM_BROKER)."),
+        click.option("--topic-prefix", help="Topic name prefix (EVALSTREAM_TOPIC_PREFIX)."),
+        click.option(
+            "--partitions", type=int, help="Partitions per topic (EVALSTREAM_PARTITIONS)."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def settings_from(config_file: str | None, **overrides: Any) -> WorkerSettings:
+    try:
+        return load_settings(config_file, os.environ, overrides)
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+
+
+@cli.command()
+@worker_options
+def topics(config_file: str | None, **overrides: Any) -> None:
+    """Create evalstream's topics with the configured partition count (idempotent)."""
+    settings = settings_from(config_file, **overrides)
+    names = [settings.topic(n) for n in TOPIC_NAMES]
+    try:
+        counts = asyncio.run(
+            ensure_topics(settings.broker, names, settings.partitions, settings.replication_factor)
+        )
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+    except KafkaError as exc:
+        raise UserError(f"cannot reach Kafka at {settings.broker}: {exc}") from exc
+    for name in names:
+        click.echo(f"{name}: {counts[name]} partitions")
 
 
 @cli.command("dev-kafka")

@@ -9,13 +9,6 @@ import pytest
 from stream.dev_kafka import KafkaBroker
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # Registered here so --strict-markers accepts it wherever this tier is collected.
-    config.addinivalue_line(
-        "markers", "kafka: needs a real Kafka broker (started by the kafka_broker fixture)"
-    )
-
-
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[KafkaBroker]:
     """A started single-node broker shared by the session; stopped when the session ends.
