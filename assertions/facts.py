@@ -27,7 +27,7 @@ from assertions.pricing import PricingTable
 from assertions.signals import Signal
 
 JSON = Any
-MAX_TOOL_SEQUENCE = 2_048  # tool calls remembered in order (2 bytes each; 4 KiB at most)
+MAX_TOOL_SEQUENCE = 512  # tool calls remembered in order for tool match (1 KiB at most)
 MAX_TOOL_NAMES = 1_024
 
 # What a signal name means to the facts; resolved once per distinct name.
