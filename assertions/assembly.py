@@ -234,8 +234,10 @@ class EpisodeAssembler:
             _, _, _, sig = heapq.heappop(buf)
             self._evaluate(ep, sig, now)
 
-    def sweep(self, now: float) -> None:
-        """Close what is due: ended past grace, inactive, or over the maximum duration."""
+    def due(self, now: float) -> list[tuple[OpenEpisode, CloseReason]]:
+        """What should close by `now`: ended past grace, inactive, or over the maximum
+        duration. Nothing is closed: a caller that must log its decisions first (the Kafka
+        worker writes a control record) closes them later with `close`."""
         rules = self.rules
         due: list[tuple[OpenEpisode, CloseReason]] = []
         for ep in self.open.values():
@@ -245,8 +247,20 @@ class EpisodeAssembler:
                 due.append((ep, CloseReason.TIMED_OUT))
             elif rules.max_duration_ms is not None and now - ep.opened_at >= rules.max_duration_ms:
                 due.append((ep, CloseReason.TRUNCATED))
-        for ep, reason in due:
+        return due
+
+    def sweep(self, now: float) -> None:
+        """Close what is due by `now`."""
+        for ep, reason in self.due(now):
             self._close(ep, reason)
+
+    def close(self, episode_id: str, reason: CloseReason) -> bool:
+        """Close one open episode now (False if it is not open)."""
+        ep = self.open.get(episode_id)
+        if ep is None:
+            return False
+        self._close(ep, reason)
+        return True
 
     def flush(self) -> None:
         """Input ran out: close everything still open."""

@@ -298,6 +298,40 @@ def topics(config_file: str | None, **overrides: Any) -> None:
         click.echo(f"{name}: {counts[name]} partitions")
 
 
+@cli.command()
+@worker_options
+@click.option(
+    "--suite",
+    "-s",
+    "suites",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Suite YAML file (repeatable; EVALSTREAM_SUITES).",
+)
+@click.option(
+    "--metrics-port", type=int, help="Serve /metrics here (EVALSTREAM_METRICS_PORT; 0 = off)."
+)
+@click.option("--loglevel", default="WARNING", show_default=True)
+def worker(
+    config_file: str | None, suites: tuple[str, ...], loglevel: str, **overrides: Any
+) -> None:
+    """Run the Kafka worker: evaluate the signals topic, publish verdicts and episodes."""
+    settings = settings_from(config_file, suites=list(suites) or None, **overrides)
+    if not settings.suites:
+        raise UserError("no suites: pass --suite FILE or set EVALSTREAM_SUITES")
+    try:
+        loaded = [load_suite(path) for path in settings.suites]
+        pricing = load_pricing(Path(settings.pricing)) if settings.pricing else None
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+    from stream.worker import run_worker  # noqa: PLC0415 - imports faust, only for this command
+
+    try:
+        run_worker(settings, loaded, pricing=pricing, loglevel=loglevel)
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+
+
 @cli.command("dev-kafka")
 @click.option(
     "--port", type=int, default=None, help="Broker port on 127.0.0.1 (default: a free one)."

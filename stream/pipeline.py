@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from assertions.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
+from assertions.assembly import Accept, ClosedEpisode, CloseReason, CloseRules, EpisodeAssembler
 from assertions.errors import SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
@@ -84,11 +84,13 @@ class Pipeline:
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         on_result: Callable[[EpisodeResult], None] | None = None,
         event_time: bool = False,
+        suite_set: SuiteSet | None = None,
     ) -> None:
         """`event_time`: drive grace and inactivity by the input's own timestamps (a replay of a
         finite recording, exactly as `evalstream check` does) instead of the wall clock."""
         self.pricing = pricing or default_pricing()
-        self.suite_set = SuiteSet(suites, CompileContext(self.pricing))
+        # Pipelines of one process may share a suite set: plans compile once.
+        self.suite_set = suite_set or SuiteSet(suites, CompileContext(self.pricing))
         self.assembler = EpisodeAssembler(self.suite_set.plan_for, rules, self.pricing)
         self.sink = sink
         self.metrics = metrics or PipelineMetrics(process=False)
@@ -104,18 +106,22 @@ class Pipeline:
 
     # --- input ---------------------------------------------------------------------------
 
-    async def handle(self, env: Envelope) -> None:
-        """Decode one raw message and process it; bad input goes to the dead-letter sink."""
+    async def handle(self, env: Envelope, now: float | None = None) -> list[Signal]:
+        """Decode one raw message and process it; bad input goes to the dead-letter sink.
+
+        `now` overrides the clock for this message (the Kafka worker passes the record's
+        timestamp, so closing decisions follow the log). Returns the signals it carried."""
         self.metrics.signals.labels(env.topic).inc()
         try:
-            signals = self._decode(env)
+            signals = self.decode(env)
         except SignalDecodeError as exc:
             await self.dead_letter(env, exc.reason, exc.message)
-            return
+            return []
         for sig in signals:
-            await self.handle_signal(sig, env)
+            await self.handle_signal(sig, env, now)
+        return signals
 
-    def _decode(self, env: Envelope) -> list[Signal]:
+    def decode(self, env: Envelope) -> list[Signal]:
         if len(env.value) > self.max_message_bytes:
             raise SignalDecodeError(
                 "oversized", f"message of {len(env.value)} bytes exceeds {self.max_message_bytes}"
@@ -150,13 +156,22 @@ class Pipeline:
     def now(self) -> float:
         return self._watermark if self.event_time else self.clock()
 
-    async def handle_signal(self, sig: Signal, env: Envelope | None = None) -> None:
+    async def handle_signal(
+        self, sig: Signal, env: Envelope | None = None, now: float | None = None
+    ) -> None:
+        if now is not None:
+            status = self.assembler.feed(sig, now)
+            await self._after_feed(sig, env, status)
+            return
         if self.event_time:
             self._watermark = max(self._watermark, sig.ts)
             if self._watermark - self._last_sweep >= 1_000.0:
                 self.assembler.sweep(self._watermark)
                 self._last_sweep = self._watermark
         status = self.assembler.feed(sig, self.now())
+        await self._after_feed(sig, env, status)
+
+    async def _after_feed(self, sig: Signal, env: Envelope | None, status: Accept) -> None:
         if status is Accept.DUPLICATE:
             self.metrics.duplicates.inc()
         elif status is Accept.LATE:
@@ -190,6 +205,12 @@ class Pipeline:
         if not self.event_time:
             self.assembler.sweep(self.clock())
         await self._emit_pending()
+
+    async def close(self, episode_id: str, reason: CloseReason) -> bool:
+        """Close one episode now (the worker does this when its control record is read)."""
+        closed = self.assembler.close(episode_id, reason)
+        await self._emit_pending()
+        return closed
 
     async def drain(self) -> None:
         """The input ended: close every open episode."""
