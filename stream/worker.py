@@ -24,11 +24,10 @@ Design (why it is safe under at-least-once delivery, crashes and rebalances):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +159,7 @@ class Worker:
         app.agent(self.llm_calls, name="join-llm-calls", concurrency=1)(self._join_llm_calls)
         app.timer(settings.sweep_interval_s, name="sweep")(self._sweep)
         app.timer(1.0, name="commit")(self._commit_timer)
+        app.timer(5.0, name="lag")(self._report_lag)
         # mode types receivers as plain callables; an async bound method is what it calls.
         app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
         # Each partition's pipeline would overwrite the gauge; the worker's is their sum.
@@ -339,38 +339,66 @@ class Worker:
                     RuntimeError(f"unrepaired offset gap in partition {state.partition}")
                 )
                 return
-        topic = self.settings.topic("signals")
-        candidates = [s for s in self.states.values() if s.pipeline.assembler.open]
-        ends: Mapping[TP, int] = {}
-        if candidates:
-            with contextlib.suppress(Exception):  # lag unknown this round: stream time only
-                ends = await self.app.consumer.highwaters(
-                    *[TP(topic, s.partition) for s in candidates]
-                )
         wall_ms = time.time() * 1000.0
-        for state in candidates:
+        need_end: list[PartitionState] = []
+        for state in list(self.states.values()):
+            assembler = state.pipeline.assembler
+            if not assembler.open:
+                continue
+            await self._request_closes(
+                state, assembler.due(state.stream_time_ms), state.stream_time_ms
+            )
+            if wall_ms > state.stream_time_ms and assembler.due(wall_ms):
+                need_end.append(state)  # only the wall clock says so: is the log drained?
+        if not need_end:
+            return
+        topic = self.settings.topic("signals")
+        try:
+            ends = await self.app.consumer.highwaters(*[TP(topic, s.partition) for s in need_end])
+        except Exception:  # unknown this round: decide by stream time only
+            log.debug("end offsets unavailable", exc_info=True)
+            return
+        for state in need_end:
             end = ends.get(TP(topic, state.partition))
-            at_end = end is not None and state.next_offset >= end
-            if end is not None:
-                self.metrics.consumer_lag.labels(topic, str(state.partition)).set(
+            if end is not None and state.next_offset >= end:
+                await self._request_closes(state, state.pipeline.assembler.due(wall_ms), wall_ms)
+
+    async def _request_closes(
+        self, state: PartitionState, due: list[tuple[Any, CloseReason]], now: float
+    ) -> None:
+        """Logs each close decision as a control record in the episode's partition."""
+        for episode, reason in due:
+            if episode.episode_id in state.close_requested:
+                continue
+            state.close_requested.add(episode.episode_id)
+            control = {
+                "name": CONTROL_NAME,
+                "episode_id": episode.episode_id,
+                "reason": reason.value,
+                "id": f"close-{episode.episode_id}",
+                "timestamp": now,
+            }
+            await self.signals.send(
+                key=episode.episode_id.encode(),
+                value=orjson.dumps(control),
+                partition=state.partition,
+            )
+
+    async def _report_lag(self) -> None:
+        """Consumer lag per assigned signals partition (a separate, slower timer)."""
+        if self.app.rebalancing or not self.states:
+            return
+        topic = self.settings.topic("signals")
+        try:
+            ends = await self.app.consumer.highwaters(*[TP(topic, p) for p in self.states])
+        except Exception:
+            log.debug("end offsets unavailable for lag", exc_info=True)
+            return
+        for tp, end in ends.items():
+            state = self.states.get(tp.partition)
+            if state is not None:
+                self.metrics.consumer_lag.labels(topic, str(tp.partition)).set(
                     max(0, end - state.next_offset)
-                )
-            now = max(state.stream_time_ms, wall_ms) if at_end else state.stream_time_ms
-            for episode, reason in state.pipeline.assembler.due(now):
-                if episode.episode_id in state.close_requested:
-                    continue
-                state.close_requested.add(episode.episode_id)
-                control = {
-                    "name": CONTROL_NAME,
-                    "episode_id": episode.episode_id,
-                    "reason": reason.value,
-                    "id": f"close-{episode.episode_id}",
-                    "timestamp": now,
-                }
-                await self.signals.send(
-                    key=episode.episode_id.encode(),
-                    value=orjson.dumps(control),
-                    partition=state.partition,
                 )
 
     async def _commit_timer(self) -> None:
