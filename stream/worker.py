@@ -240,6 +240,7 @@ class Worker:
             state = self.states.get(partition)
             if state is None:
                 state = self.states[partition] = self._new_state(partition, start)
+                log.info("partition %s resumes at offset %s", partition, start)
         if offset < state.next_offset:
             return  # a re-delivery of what this generation already processed
         if offset > state.next_offset:
