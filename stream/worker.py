@@ -160,6 +160,7 @@ class Worker:
         app.timer(settings.sweep_interval_s, name="sweep")(self._sweep)
         app.timer(1.0, name="commit")(self._commit_timer)
         app.timer(5.0, name="lag")(self._report_lag)
+        app.timer(settings.prune_interval_s, name="prune-markers")(self._prune_markers)
         # mode types receivers as plain callables; an async bound method is what it calls.
         app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
         # Each partition's pipeline would overwrite the gauge; the worker's is their sum.
@@ -191,7 +192,11 @@ class Worker:
         episode_id = result.episode_id
         state.first_offset.pop(episode_id, None)
         state.close_requested.discard(episode_id)
-        marker = {"offset": state.current_offset, "closed_at": time.time()}
+        marker = {
+            "offset": state.current_offset,
+            "closed_at": time.time(),
+            "partition": state.partition,
+        }
         self.closed.data[episode_id] = marker
         state.pending.append(self.closed.send_changelog(state.partition, episode_id, marker))
 
@@ -384,6 +389,29 @@ class Worker:
                 value=orjson.dumps(control),
                 partition=state.partition,
             )
+
+    async def _prune_markers(self) -> None:
+        """Deletes closed-episode markers no replay can need any more.
+
+        A replay starts at the oldest open episode, which is at most `max_duration_ms` old;
+        past that (plus `marker_retention_s` for late signals) a marker only costs memory
+        and recovery time, so it is deleted with a changelog tombstone."""
+        if self.app.rebalancing:
+            return
+        horizon = time.time() - self.settings.marker_retention_s
+        if self.settings.max_duration_ms is not None:
+            horizon -= self.settings.max_duration_ms / 1000.0
+        data = self.closed.data
+        stale = [
+            k
+            for k, v in list(data.items())
+            if isinstance(v, dict) and v.get("closed_at", 0) < horizon
+        ]
+        for key in stale:
+            marker = data.pop(key)
+            self.closed.send_changelog(marker.get("partition", 0), key, None)
+        if stale:
+            log.info("pruned %s closed-episode markers", len(stale))
 
     async def _report_lag(self) -> None:
         """Consumer lag per assigned signals partition (a separate, slower timer)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -215,3 +217,34 @@ def test_llm_call_records_join_their_episode(deployment: Deployment) -> None:
     assert record["metrics"]["cost_usd"] == pytest.approx(0.75)  # 100k x $3/M + 30k x $15/M
     cost = next(a for a in record["assertions"] if a["type"] == "metric.cost.max")
     assert cost["verdict"] == "fail"
+
+
+def test_closed_episode_markers_are_pruned_after_their_retention(deployment: Deployment) -> None:
+    deployment.extra_env.update(
+        {
+            "EVALSTREAM_PRUNE_INTERVAL_S": "1",
+            "EVALSTREAM_MARKER_RETENTION_S": "0",
+            "EVALSTREAM_MAX_DURATION_MS": "1000",
+        }
+    )
+    worker = deployment.start_worker("w1")
+    records = jsonl_records(EXAMPLES[2] / "episodes.jsonl")
+    want = len({key for key, _ in records})
+    asyncio.run(produce(deployment.bootstrap, deployment.topic("signals"), records))
+    episodes = asyncio.run(
+        consume(deployment.bootstrap, deployment.topic("episodes"), until=want, timeout=90)
+    )
+    assert len(episodes) == want
+    log = deployment.workdir / "w1.log"
+
+    def pruned_so_far() -> int:
+        return sum(
+            int(n) for n in re.findall(r"pruned (\d+) closed-episode markers", log.read_text())
+        )
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and pruned_so_far() < want:
+        time.sleep(0.5)
+    pruned = pruned_so_far()
+    assert pruned == want
+    assert worker.poll() is None
