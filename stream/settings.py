@@ -39,6 +39,9 @@ class WorkerSettings(BaseModel):
         1.0, gt=0, description="How often each worker sweeps its episodes."
     )
     max_message_bytes: int = Field(1_048_576, ge=1024)
+    recovery_timeout_s: float = Field(
+        60.0, gt=0, description="A rebalance/recovery stuck this long crashes the worker."
+    )
     prune_interval_s: float = Field(60.0, gt=0, description="How often stale markers are pruned.")
     marker_retention_s: float = Field(
         3_600.0, ge=0, description="How long after max_duration a closed-episode marker is kept."

@@ -161,6 +161,8 @@ class Worker:
         app.timer(1.0, name="commit")(self._commit_timer)
         app.timer(5.0, name="lag")(self._report_lag)
         app.timer(settings.prune_interval_s, name="prune-markers")(self._prune_markers)
+        app.timer(5.0, name="recovery-watchdog")(self._recovery_watchdog)
+        self._rebalancing_since: float | None = None
         # mode types receivers as plain callables; an async bound method is what it calls.
         app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
         # Each partition's pipeline would overwrite the gauge; the worker's is their sum.
@@ -389,6 +391,25 @@ class Worker:
                 value=orjson.dumps(control),
                 partition=state.partition,
             )
+
+    async def _recovery_watchdog(self) -> None:
+        """Crashes a worker whose rebalance or table recovery makes no progress.
+
+        faust 0.15 can stall in changelog recovery after a takeover ("No event received for
+        active tp"); a fresh process recovers. Exiting lets the supervisor (compose's restart
+        policy, systemd, Kubernetes) start one; the replay design loses nothing by it."""
+        if not self.app.rebalancing:
+            self._rebalancing_since = None
+            return
+        now = time.monotonic()
+        if self._rebalancing_since is None:
+            self._rebalancing_since = now
+        elif now - self._rebalancing_since > self.settings.recovery_timeout_s:
+            log.error(
+                "rebalance/recovery stuck for %.0f s; exiting so a supervisor restarts the worker",
+                now - self._rebalancing_since,
+            )
+            await self.app.crash(RuntimeError("rebalance or changelog recovery stalled"))
 
     async def _prune_markers(self) -> None:
         """Deletes closed-episode markers no replay can need any more.

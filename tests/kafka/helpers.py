@@ -32,6 +32,10 @@ class Deployment:
     extra_env: dict[str, str] = field(default_factory=dict)
     prefix: str = field(default_factory=lambda: f"t{uuid.uuid4().hex[:8]}.")
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    killed: set[str] = field(default_factory=set)
+    restarted: set[str] = field(default_factory=set)
+    _stopping: bool = False
 
     @property
     def app_id(self) -> str:
@@ -51,6 +55,7 @@ class Deployment:
             "EVALSTREAM_METRICS_PORT": "0",
             "EVALSTREAM_GRACE_MS": "300",
             "EVALSTREAM_SWEEP_INTERVAL_S": "0.5",
+            "EVALSTREAM_RECOVERY_TIMEOUT_S": "30",
             **self.extra_env,
         }
 
@@ -75,10 +80,38 @@ class Deployment:
             stderr=subprocess.STDOUT,
         )
         log.close()
+        self.names.append(name)
         self.workers.append(worker)
         return worker
 
+    def supervise(self, interval: float = 0.5) -> None:
+        """Restart workers that exit by themselves, as a deployment's supervisor would (the
+        worker exits on a stalled recovery); workers the test kills are not restarted."""
+        import threading  # noqa: PLC0415
+
+        def loop() -> None:
+            while not self._stopping:
+                for i, worker in enumerate(list(self.workers)):
+                    name = self.names[i]
+                    if (
+                        worker.poll() is not None
+                        and name not in self.killed
+                        and name not in self.restarted
+                    ):
+                        self.restarted.add(name)
+                        self.start_worker(f"{name}-restarted")
+                time.sleep(interval)
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    def kill(self, name: str) -> None:
+        self.killed.add(name)
+        worker = self.workers[self.names.index(name)]
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+
     def stop_all(self) -> None:
+        self._stopping = True
         for worker in self.workers:
             if worker.poll() is None:
                 worker.send_signal(signal.SIGTERM)
