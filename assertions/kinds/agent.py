@@ -10,11 +10,11 @@ from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
     AssertionType,
     Box,
-    CompileContext,
     CountRule,
     Interest,
     Leaf,
     count_rule_problems,
+    leaf_builder,
 )
 from assertions.matchers import compile_expected
 from assertions.patterns import compile_pattern
@@ -287,21 +287,16 @@ def ref_skipped(spec: AgentSkipped, ep: ReferenceEpisode) -> Outcome:
     return Outcome.failed("not skipped")
 
 
-def _builder(cls: Any) -> Any:
-    def build(spec: Any, ctx: CompileContext) -> Leaf[Any]:
-        return cls(spec)  # type: ignore[no-any-return]  # cls is a Leaf subclass
-
-    return build
-
-
 TYPES = [
     AssertionType(
-        "agent.activated", AgentActivated, _builder(ActivatedLeaf), ref_activated, "agent"
+        "agent.activated", AgentActivated, leaf_builder(ActivatedLeaf), ref_activated, "agent"
     ),
     AssertionType(
-        "agent.completed", AgentCompleted, _builder(CompletedLeaf), ref_completed, "agent"
+        "agent.completed", AgentCompleted, leaf_builder(CompletedLeaf), ref_completed, "agent"
     ),
-    AssertionType("agent.causedBy", AgentCausedBy, _builder(CausedByLeaf), ref_caused_by, "agent"),
-    AssertionType("agent.emitted", AgentEmitted, _builder(EmittedLeaf), ref_emitted, "agent"),
-    AssertionType("agent.skipped", AgentSkipped, _builder(SkippedLeaf), ref_skipped, "agent"),
+    AssertionType(
+        "agent.causedBy", AgentCausedBy, leaf_builder(CausedByLeaf), ref_caused_by, "agent"
+    ),
+    AssertionType("agent.emitted", AgentEmitted, leaf_builder(EmittedLeaf), ref_emitted, "agent"),
+    AssertionType("agent.skipped", AgentSkipped, leaf_builder(SkippedLeaf), ref_skipped, "agent"),
 ]

@@ -106,6 +106,15 @@ class AssertionType:
     family: str = "custom"
 
 
+def leaf_builder(cls: Callable[[Any], Leaf[Any]]) -> Compiler:
+    """The compiler of a type whose leaf is built from its spec alone."""
+
+    def build(spec: Any, ctx: CompileContext) -> Leaf[Any]:
+        return cls(spec)
+
+    return build
+
+
 class Box:
     """A tiny mutable state cell for leaves that keep one value."""
 

@@ -9,11 +9,11 @@ from pydantic import Field, model_validator
 from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
     AssertionType,
-    CompileContext,
     CountRule,
     Interest,
     Leaf,
     count_rule_problems,
+    leaf_builder,
 )
 from assertions.reference_facts import ReferenceEpisode
 from assertions.signals import Signal
@@ -158,30 +158,23 @@ def ref_activations(spec: MetricActivations, ep: ReferenceEpisode) -> Outcome:
     return CountRule(spec.min, spec.max, spec.exact).final(n, "activations")
 
 
-def _builder(cls: Any) -> Any:
-    def build(spec: Any, ctx: CompileContext) -> Leaf[Any]:
-        return cls(spec)  # type: ignore[no-any-return]  # cls is a Leaf subclass
-
-    return build
-
-
 TYPES = [
     *(
-        AssertionType(name, MetricLatency, _builder(LatencyLeaf), ref_latency, "metric")
+        AssertionType(name, MetricLatency, leaf_builder(LatencyLeaf), ref_latency, "metric")
         for name in ("metric.latency.max", "metric.latency.min")
     ),
     *(
-        AssertionType(name, MetricCost, _builder(CostLeaf), ref_cost, "metric")
+        AssertionType(name, MetricCost, leaf_builder(CostLeaf), ref_cost, "metric")
         for name in ("metric.cost.max", "metric.cost.min")
     ),
     *(
-        AssertionType(name, MetricTokens, _builder(TokensLeaf), ref_tokens, "metric")
+        AssertionType(name, MetricTokens, leaf_builder(TokensLeaf), ref_tokens, "metric")
         for name in ("metric.tokens.max", "metric.tokens.min")
     ),
     AssertionType(
         "metric.activations",
         MetricActivations,
-        _builder(ActivationsLeaf),
+        leaf_builder(ActivationsLeaf),
         ref_activations,
         "metric",
     ),

@@ -18,11 +18,11 @@ from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
     AssertionType,
     Box,
-    CompileContext,
     CountRule,
     Interest,
     Leaf,
     count_rule_problems,
+    leaf_builder,
     plural,
 )
 from assertions.matchers import Predicate, compile_expected
@@ -361,20 +361,19 @@ def ref_trajectory(spec: SignalTrajectory, ep: ReferenceEpisode) -> Outcome:
     return Outcome.passed("contiguous run found")
 
 
-def _leaf(cls: Any) -> Any:
-    def build(spec: Any, ctx: CompileContext) -> Leaf[Any]:
-        return cls(spec)  # type: ignore[no-any-return]  # cls is a Leaf subclass
-
-    return build
-
-
 TYPES = [
-    AssertionType("signal.contains", SignalContains, _leaf(ContainsLeaf), ref_contains, "signal"),
-    AssertionType("signal.not", SignalNot, _leaf(NotLeaf), ref_not, "signal"),
-    AssertionType("signal.count", SignalCount, _leaf(CountLeaf), ref_count, "signal"),
     AssertionType(
-        "signal.trajectory", SignalTrajectory, _leaf(TrajectoryLeaf), ref_trajectory, "signal"
+        "signal.contains", SignalContains, leaf_builder(ContainsLeaf), ref_contains, "signal"
     ),
-    AssertionType("signal.first", SignalFirst, _leaf(FirstLeaf), ref_first, "signal"),
-    AssertionType("signal.last", SignalLast, _leaf(LastLeaf), ref_last, "signal"),
+    AssertionType("signal.not", SignalNot, leaf_builder(NotLeaf), ref_not, "signal"),
+    AssertionType("signal.count", SignalCount, leaf_builder(CountLeaf), ref_count, "signal"),
+    AssertionType(
+        "signal.trajectory",
+        SignalTrajectory,
+        leaf_builder(TrajectoryLeaf),
+        ref_trajectory,
+        "signal",
+    ),
+    AssertionType("signal.first", SignalFirst, leaf_builder(FirstLeaf), ref_first, "signal"),
+    AssertionType("signal.last", SignalLast, leaf_builder(LastLeaf), ref_last, "signal"),
 ]

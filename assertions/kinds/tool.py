@@ -13,11 +13,11 @@ from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
     AssertionType,
     Box,
-    CompileContext,
     CountRule,
     Interest,
     Leaf,
     count_rule_problems,
+    leaf_builder,
 )
 from assertions.matchers import compile_expected
 from assertions.patterns import Pattern, compile_pattern
@@ -208,18 +208,13 @@ def ref_sequence(spec: ToolSequence, ep: ReferenceEpisode) -> Outcome:
     return Outcome.passed("sequence found")
 
 
-def _builder(cls: Any) -> Any:
-    def build(spec: Any, ctx: CompileContext) -> Leaf[Any]:
-        return cls(spec)  # type: ignore[no-any-return]  # cls is a Leaf subclass
-
-    return build
-
-
 TYPES = [
-    AssertionType("tool.called", ToolCalled, _builder(CalledLeaf), ref_called, "tool"),
-    AssertionType("tool.notCalled", ToolNotCalled, _builder(NotCalledLeaf), ref_not_called, "tool"),
+    AssertionType("tool.called", ToolCalled, leaf_builder(CalledLeaf), ref_called, "tool"),
     AssertionType(
-        "tool.calledWith", ToolCalledWith, _builder(CalledWithLeaf), ref_called_with, "tool"
+        "tool.notCalled", ToolNotCalled, leaf_builder(NotCalledLeaf), ref_not_called, "tool"
     ),
-    AssertionType("tool.sequence", ToolSequence, _builder(SequenceLeaf), ref_sequence, "tool"),
+    AssertionType(
+        "tool.calledWith", ToolCalledWith, leaf_builder(CalledWithLeaf), ref_called_with, "tool"
+    ),
+    AssertionType("tool.sequence", ToolSequence, leaf_builder(SequenceLeaf), ref_sequence, "tool"),
 ]
