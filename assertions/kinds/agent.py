@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
     AssertionType,
     Box,
+    CountBounds,
     CountRule,
     Interest,
     Leaf,
-    count_rule_problems,
     leaf_builder,
 )
 from assertions.matchers import compile_expected
@@ -50,20 +50,10 @@ class _AgentSpec(AssertionSpec):
         return f"{self.type} {self.agent_id}"
 
 
-class AgentActivated(_AgentSpec):
+class AgentActivated(CountBounds, _AgentSpec):
     """The agent was activated `count` times (default: at least once), or within min/max."""
 
     type: Literal["agent.activated"] = "agent.activated"
-    count: int | None = None
-    min: int | None = None
-    max: int | None = None
-
-    @model_validator(mode="after")
-    def _bounds(self) -> AgentActivated:
-        problem = count_rule_problems(self.min, self.max, self.count)
-        if problem:
-            raise ValueError(problem.replace("`exact`/", ""))
-        return self
 
 
 class AgentCompleted(_AgentSpec):
@@ -107,7 +97,7 @@ class AgentSkipped(_AgentSpec):
 class ActivatedLeaf(Leaf[AgentActivated]):
     def __init__(self, spec: AgentActivated) -> None:
         super().__init__(spec, Interest.names(ACTIVATED))
-        self.rule = CountRule.of(spec.min, spec.max, spec.count, default_min=1)
+        self.rule = spec.count_rule()
         self.what = f"activations of {spec.agent_id}"
 
     def initial(self) -> Box:

@@ -17,7 +17,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+
+from pydantic import BaseModel, model_validator
 
 from assertions.facts import EpisodeFacts
 from assertions.patterns import Pattern, compile_pattern
@@ -174,6 +176,24 @@ class CountRule:
         if ok:
             return Outcome.passed(f"{n} {what} (expected {self.describe()})")
         return Outcome.failed(f"expected {self.describe()} {what}, found {n}")
+
+
+class CountBounds(BaseModel):
+    """Fields of a count assertion: `count` (exact) or `min` / `max`; none means at least once."""
+
+    count: int | None = None
+    min: int | None = None
+    max: int | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Self:
+        problem = count_rule_problems(self.min, self.max, self.count)
+        if problem:
+            raise ValueError(problem.replace("`exact`/", ""))
+        return self
+
+    def count_rule(self) -> CountRule:
+        return CountRule.of(self.min, self.max, self.count, default_min=1)
 
 
 def count_rule_problems(min: int | None, max: int | None, exact: int | None) -> str | None:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from assertions.facts import EpisodeFacts
 from assertions.kinds.base import (
     AssertionType,
     Box,
+    CountBounds,
     CountRule,
     Interest,
     Leaf,
-    count_rule_problems,
     leaf_builder,
 )
 from assertions.matchers import compile_expected
@@ -52,20 +52,10 @@ class _ToolSpec(AssertionSpec):
         return f"{self.type} {self.name}"
 
 
-class ToolCalled(_ToolSpec):
+class ToolCalled(CountBounds, _ToolSpec):
     """The tool was called `count` times (default: at least once), or within min/max."""
 
     type: Literal["tool.called"] = "tool.called"
-    count: int | None = None
-    min: int | None = None
-    max: int | None = None
-
-    @model_validator(mode="after")
-    def _bounds(self) -> ToolCalled:
-        problem = count_rule_problems(self.min, self.max, self.count)
-        if problem:
-            raise ValueError(problem.replace("`exact`/", ""))
-        return self
 
 
 class ToolNotCalled(_ToolSpec):
@@ -101,7 +91,7 @@ class CalledLeaf(Leaf[ToolCalled]):
     def __init__(self, spec: ToolCalled) -> None:
         super().__init__(spec, Interest.names(TOOL_CALL))
         self.tool = compile_pattern(spec.name)
-        self.rule = CountRule.of(spec.min, spec.max, spec.count, default_min=1)
+        self.rule = spec.count_rule()
         self.what = f"calls of {spec.name}"
 
     def initial(self) -> Box:
