@@ -101,3 +101,23 @@ def run_reference(
     """The reference evaluator over the same input, for comparison."""
     episode = ReferenceEpisode(list(signals), pricing or default_pricing(), default_model, judge)
     return evaluate_all(parse_all(assertions), episode)
+
+
+def evaluate_agreeing(
+    assertion: Mapping[str, JSON] | AssertionSpec,
+    signals: Sequence[Signal],
+    *,
+    pricing: PricingTable | None = None,
+    judge: SyncJudge | None = None,
+    default_model: str | None = None,
+) -> AssertionOutcome:
+    """The engine's outcome for one assertion, after checking the reference agrees on it."""
+    options: dict[str, Any] = {"pricing": pricing, "judge": judge, "default_model": default_model}
+    [outcome] = run_assertions([assertion], signals, **options)
+    [reference] = run_reference([assertion], signals, **options)
+    if outcome.verdict != reference.verdict:
+        raise AssertionError(
+            f"engine says {outcome.verdict} ({outcome.message}), "
+            f"reference says {reference.verdict} ({reference.message})"
+        )
+    return outcome

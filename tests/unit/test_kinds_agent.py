@@ -14,7 +14,7 @@ import pytest
 
 from assertions.engine import AssertionOutcome
 from assertions.signals import Signal
-from assertions.testing import SignalFactory, run_assertions, run_reference
+from assertions.testing import SignalFactory, evaluate_agreeing
 
 JSON = Any
 Build = Callable[[SignalFactory], list[Signal]]
@@ -22,13 +22,7 @@ Build = Callable[[SignalFactory], list[Signal]]
 
 def evaluate(spec: dict[str, JSON], build: Build) -> AssertionOutcome:
     signals = build(SignalFactory())
-    [outcome] = run_assertions([spec], signals)
-    [reference] = run_reference([spec], signals)
-    assert outcome.verdict == reference.verdict, (
-        f"engine says {outcome.verdict} ({outcome.message}), "
-        f"reference says {reference.verdict} ({reference.message})"
-    )
-    return outcome
+    return evaluate_agreeing(spec, signals)
 
 
 def check(spec: dict[str, JSON], build: Build, verdict: str, decided_at: str | None) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from assertions.engine import AssertionOutcome
 from assertions.signals import Signal
-from assertions.testing import SignalFactory, run_assertions, run_reference
+from assertions.testing import SignalFactory, evaluate_agreeing, run_assertions, run_reference
 
 JSON = Any
 Spec = dict[str, JSON]
@@ -47,13 +47,7 @@ E_CLOSE: Spec = {"type": "metric.cost.max", "value": 1.0}  # error at close: unp
 
 
 def evaluate(spec: Spec, signals: list[Signal]) -> AssertionOutcome:
-    [outcome] = run_assertions([spec], signals)
-    [reference] = run_reference([spec], signals)
-    assert outcome.verdict == reference.verdict, (
-        f"engine says {outcome.verdict} ({outcome.message}), "
-        f"reference says {reference.verdict} ({reference.message})"
-    )
-    return outcome
+    return evaluate_agreeing(spec, signals)
 
 
 def check(

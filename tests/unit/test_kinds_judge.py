@@ -16,7 +16,7 @@ from assertions.judging import JudgeRequest, JudgeVerdict
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
 from assertions.reference_facts import SyncJudge
 from assertions.signals import Signal
-from assertions.testing import SignalFactory, run_assertions, run_reference
+from assertions.testing import SignalFactory, evaluate_agreeing, run_assertions, run_reference
 from assertions.verdicts import Outcome
 
 JSON = Any
@@ -51,13 +51,7 @@ class ScoringJudge:
 def evaluate(
     spec: dict[str, JSON], signals: list[Signal], judge: SyncJudge | None
 ) -> AssertionOutcome:
-    [outcome] = run_assertions([spec], signals, judge=judge)
-    [reference] = run_reference([spec], signals, judge=judge)
-    assert outcome.verdict == reference.verdict, (
-        f"engine says {outcome.verdict} ({outcome.message}), "
-        f"reference says {reference.verdict} ({reference.message})"
-    )
-    return outcome
+    return evaluate_agreeing(spec, signals, judge=judge)
 
 
 def test_without_a_judge_the_verdict_is_error_never_pass() -> None:

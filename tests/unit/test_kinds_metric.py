@@ -16,7 +16,7 @@ import pytest
 from assertions.engine import AssertionOutcome
 from assertions.pricing import ModelPrice, PricingTable
 from assertions.signals import Signal
-from assertions.testing import SignalFactory, run_assertions, run_reference
+from assertions.testing import SignalFactory, evaluate_agreeing
 
 JSON = Any
 Build = Callable[[SignalFactory], list[Signal]]
@@ -30,14 +30,7 @@ def evaluate(
     default_model: str | None = None,
 ) -> AssertionOutcome:
     signals = build(SignalFactory(start_ms=0.0, step_ms=10.0))
-    options: dict[str, Any] = {"pricing": pricing, "default_model": default_model}
-    [outcome] = run_assertions([spec], signals, **options)
-    [reference] = run_reference([spec], signals, **options)
-    assert outcome.verdict == reference.verdict, (
-        f"engine says {outcome.verdict} ({outcome.message}), "
-        f"reference says {reference.verdict} ({reference.message})"
-    )
-    return outcome
+    return evaluate_agreeing(spec, signals, pricing=pricing, default_model=default_model)
 
 
 def check(spec: dict[str, JSON], build: Build, verdict: str, decided_at: str | None) -> None:

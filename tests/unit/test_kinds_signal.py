@@ -14,7 +14,7 @@ import pytest
 
 from assertions.engine import AssertionOutcome
 from assertions.signals import Signal
-from assertions.testing import SignalFactory, run_assertions, run_reference
+from assertions.testing import SignalFactory, evaluate_agreeing
 
 JSON = Any
 Step = str | tuple[str, JSON]
@@ -28,13 +28,7 @@ def episode(*steps: Step) -> list[Signal]:
 
 def evaluate(spec: dict[str, JSON], signals: list[Signal]) -> AssertionOutcome:
     """The engine's outcome, after checking the reference evaluator agrees on the verdict."""
-    [outcome] = run_assertions([spec], signals)
-    [reference] = run_reference([spec], signals)
-    assert outcome.verdict == reference.verdict, (
-        f"engine says {outcome.verdict} ({outcome.message}), "
-        f"reference says {reference.verdict} ({reference.message})"
-    )
-    return outcome
+    return evaluate_agreeing(spec, signals)
 
 
 def check(
