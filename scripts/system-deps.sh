@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the system packages the test tiers need when they are missing: a JDK and Maven (the
 # real Kafka broker), Debian's Prometheus (scrape and alert-rule tests), kcat (a real Kafka
-# client) and docker-compose (to validate the compose file). Idempotent; needs root (as CI and the dev machines have).
+# client), Chromium (HTML report rendering) and docker-compose (to validate the compose file). Idempotent; needs root (as CI and the dev machines have).
 set -euo pipefail
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
+# Headless Chromium renders the single-file HTML report in its test.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # Validates docker-compose.yml offline (`docker-compose config`); no Docker engine needed.
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 if [ ${#need[@]} -gt 0 ]; then

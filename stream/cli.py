@@ -27,6 +27,7 @@ from assertions.results import Summary
 from assertions.schema import suite_json_schema
 from assertions.suites import Suite, load_suite
 from connectors.kafka_topics import ensure_topics
+from stream.commands import register_all
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.metrics import PipelineMetrics
@@ -342,6 +343,9 @@ def dev_kafka(port: int | None) -> None:
         sys.exit(run_dev_kafka(port))
     except KafkaLauncherError as exc:
         raise UserError(str(exc)) from exc
+
+
+register_all(cli)
 
 
 def main() -> None:

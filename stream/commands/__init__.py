@@ -1,0 +1,23 @@
+"""Command groups beyond the core ones in `stream.cli`, one module per capability.
+
+Each module exposes `register(group)`, which adds its commands to the `evalstream` group.
+Keeping them apart lets `stream/cli.py` stay small and each capability own its options.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import click
+
+COMMAND_MODULES = (
+    "stream.commands.scoring",  # status, score, report, nightly (seed 002)
+    "stream.commands.gateway",  # gateway
+    "stream.commands.evals",  # eval, matrix, compare, review
+    "stream.commands.replay",  # record, replay
+)
+
+
+def register_all(group: click.Group) -> None:
+    for name in COMMAND_MODULES:
+        import_module(name).register(group)
