@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint typecheck contracts check bench clean
+.PHONY: install demo test lint typecheck contracts rules check bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -34,7 +34,13 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-check: lint typecheck contracts test
+# Prometheus alert rules: syntax and their unit tests (promtool ships with Debian's prometheus).
+rules:
+	bash scripts/system-deps.sh
+	promtool check rules deploy/prometheus/rules/*.yml
+	promtool test rules deploy/prometheus/tests/*.yml
+
+check: lint typecheck contracts rules test
 
 bench: $(STAMP)
 	$(PY) bench/engine_bench.py

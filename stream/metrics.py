@@ -10,6 +10,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.process_collector import ProcessCollector
 
 LEAD_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+DELTA_BUCKETS = (-50, -20, -10, 0, 10, 20, 30, 40, 60, 100, 200)
 LATENCY_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
@@ -76,3 +78,76 @@ class PipelineMetrics:
             ["topic", "partition"],
             registry=r,
         )
+        # Scoring and regression alerts (agent and variant values are capped by the caller,
+        # see `BoundedLabels`, so a flood of agent ids cannot blow up the series count).
+        self.scores = Histogram(
+            "evalstream_episode_score",
+            "Scores of closed episodes per dimension (correctness, cost, tool_match, latency, "
+            "safety, overall), in [0, 1].",
+            ["dimension", "agent", "variant"],
+            buckets=SCORE_BUCKETS,
+            registry=r,
+        )
+        self.baseline_delta = Histogram(
+            "evalstream_baseline_delta_percent",
+            "Signed change against the baseline, in percent (dimension = cost or latency).",
+            ["dimension", "agent", "variant"],
+            buckets=DELTA_BUCKETS,
+            registry=r,
+        )
+        self.episode_alerts = Counter(
+            "evalstream_episode_alerts",
+            "Per-episode alert rules that fired, by severity and dimension.",
+            ["severity", "dimension"],
+            registry=r,
+        )
+        self.alerts_firing = Gauge(
+            "evalstream_regression_alerts_firing",
+            "Windowed regression alerts currently firing, by severity and dimension.",
+            ["severity", "dimension"],
+            registry=r,
+        )
+        self.alert_sink_failures = Counter(
+            "evalstream_alert_sink_failures",
+            "Alert deliveries that failed after their retries, by sink.",
+            ["sink"],
+            registry=r,
+        )
+        self.judge_calls = Counter(
+            "evalstream_judge_calls",
+            "LLM judge calls by outcome (ok, error, cached).",
+            ["outcome"],
+            registry=r,
+        )
+        self.judge_cost = Counter(
+            "evalstream_judge_cost_usd", "Cost of LLM judge calls, in US dollars.", registry=r
+        )
+        self.judge_latency = Histogram(
+            "evalstream_judge_latency_seconds",
+            "Wall time of one LLM judge call.",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=r,
+        )
+
+
+class BoundedLabels:
+    """Maps free-form label values (agent ids, variants) onto at most `limit` distinct ones.
+
+    The first `limit` values seen keep their name; later ones share "other", so the number of
+    series stays bounded whatever the traffic sends.
+    """
+
+    OTHER = "other"
+
+    def __init__(self, limit: int = 50) -> None:
+        self.limit = limit
+        self.seen: set[str] = set()
+
+    def __call__(self, value: object) -> str:
+        text = "" if value is None else str(value)
+        if text in self.seen:
+            return text
+        if len(self.seen) < self.limit:
+            self.seen.add(text)
+            return text
+        return self.OTHER

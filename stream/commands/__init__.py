@@ -13,7 +13,8 @@ import click
 COMMAND_MODULES = (
     "stream.commands.scoring",  # status, score, report, nightly (seed 002)
     "stream.commands.gateway",  # gateway
-    "stream.commands.evals",  # eval, matrix, compare, review
+    "stream.commands.evals",  # eval, matrix, compare
+    "stream.commands.review",  # review (human grading queue)
     "stream.commands.replay",  # record, replay
 )
 
