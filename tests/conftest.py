@@ -1,4 +1,5 @@
-"""Fixtures for the real-Kafka test tier: one KRaft broker per test session."""
+"""Fixtures shared by every tier: one real KRaft broker per test session, started lazily
+(only when a test asks for `kafka_broker`)."""
 
 from __future__ import annotations
 
