@@ -196,19 +196,37 @@ def check(
     help="Serve /metrics here; 0 turns it off.",
 )
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--kafka",
+    metavar="HOST:PORT",
+    help="Run the Kafka worker against this broker instead of the embedded runtime; "
+    "SOURCES, if any, are first published to the signals topic.",
+)
+@click.option(
+    "--topic-prefix",
+    default="evalstream.",
+    show_default=True,
+    help="Topic name prefix (with --kafka).",
+)
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
     follow: bool,
     metrics_port: int,
     metrics_host: str,
+    kafka: str | None,
+    topic_prefix: str,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
 
-    SOURCES are JSONL files, or `-` for standard input (the default).
+    SOURCES are JSONL files, or `-` for standard input (the default). With --kafka, run the
+    worker on that broker instead (same stages, same results).
     """
     loaded = load_common(suites, **common)
+    if kafka:
+        up_on_kafka(kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host)
+        return
     metrics = PipelineMetrics()
     if metrics_port:
         try:
@@ -241,6 +259,58 @@ def up(
         f"of {s.episodes} episodes; {run.verdicts} verdicts; {len(run.dead_letters)} dead letters"
     )
     sys.exit(run.exit_code())
+
+
+def up_on_kafka(
+    broker: str,
+    topic_prefix: str,
+    suite_paths: tuple[str, ...],
+    sources: tuple[str, ...],
+    loaded: Loaded,
+    metrics_port: int,
+    metrics_host: str,
+) -> None:
+    """`up --kafka`: publish the given files to the signals topic, then run the worker."""
+    rules = loaded.rules
+    settings = settings_from(
+        None,
+        broker=broker,
+        topic_prefix=topic_prefix,
+        suites=list(suite_paths),
+        end_patterns=list(rules.end_patterns),
+        grace_ms=rules.grace_ms,
+        inactivity_ms=rules.inactivity_ms,
+        reorder_ms=rules.reorder_ms,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+    )
+    files = [source for source in sources if source != "-"]
+    if len(files) != len(sources):
+        raise UserError("--kafka reads files, not stdin: publish stdin with kcat or the gateway")
+    if files:
+        from connectors.kafka_publish import publish_jsonl_files  # noqa: PLC0415
+
+        try:
+            count = asyncio.run(
+                publish_jsonl_files(
+                    settings.broker,
+                    settings.topic("signals"),
+                    [Path(f) for f in files],
+                    partitions=settings.partitions,
+                    replication_factor=settings.replication_factor,
+                )
+            )
+        except InputError as exc:
+            raise UserError(str(exc)) from exc
+        except KafkaError as exc:
+            raise UserError(f"cannot reach Kafka at {settings.broker}: {exc}") from exc
+        click.echo(f"published {count} signals to {settings.topic('signals')}", err=True)
+    from stream.worker import run_worker  # noqa: PLC0415 - imports faust, only with --kafka
+
+    try:
+        run_worker(settings, loaded.suites, pricing=loaded.pricing)
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
 
 
 @cli.command()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import re
+import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from assertions.suites import load_suite
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
 from tests.kafka.helpers import (
+    EXE,
     Deployment,
     consume,
     consume_raw,
@@ -248,3 +252,47 @@ def test_closed_episode_markers_are_pruned_after_their_retention(deployment: Dep
     pruned = pruned_so_far()
     assert pruned == want
     assert worker.poll() is None
+
+
+def test_up_with_kafka_publishes_the_files_and_runs_the_worker(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """`evalstream up --kafka HOST:PORT … FILES` gives the results `check` gives on FILES."""
+    prefix = f"up{uuid.uuid4().hex[:8]}."
+    env = {
+        **os.environ,
+        "EVALSTREAM_APP_ID": prefix.rstrip("."),
+        "EVALSTREAM_DATA_DIR": str(tmp_path / "data"),
+        "EVALSTREAM_SWEEP_INTERVAL_S": "0.5",
+        "EVALSTREAM_PARTITIONS": "4",
+    }
+    files = [str(e / "episodes.jsonl") for e in EXAMPLES]
+    suite_args = [arg for e in EXAMPLES for arg in ("--suite", str(e / "suite.yaml"))]
+    log = (tmp_path / "up.log").open("wb")
+    proc = subprocess.Popen(
+        [str(EXE), "up", "--kafka", kafka_broker.bootstrap, "--topic-prefix", prefix,
+         "--metrics-port", "0", "--grace-ms", "300", *suite_args, *files],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        expected = check_files(files, [load_suite(e / "suite.yaml") for e in EXAMPLES])
+        episodes = asyncio.run(
+            consume(kafka_broker.bootstrap, f"{prefix}episodes", until=40, timeout=120)
+        )
+        logs = (tmp_path / "up.log").read_text(errors="replace")
+        assert len(episodes) == len(expected.results) == 40, logs
+        assert "published" in logs
+        for result in expected.results:
+            assert all(without_key(d) == result.to_json() for d in episodes[result.episode_id]), (
+                result.episode_id
+            )
+        assert proc.poll() is None, logs  # the worker keeps running until stopped
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
