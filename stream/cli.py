@@ -25,6 +25,7 @@ from assertions.pricing import PricingTable, default_pricing, load_pricing
 from assertions.reports.check_report import render_json, render_junit, render_markdown
 from assertions.results import Summary
 from assertions.schema import suite_json_schema
+from assertions.scoring_stage import load_scoring_settings
 from assertions.suites import Suite, load_suite
 from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
@@ -208,6 +209,11 @@ def check(
     show_default=True,
     help="Topic name prefix (with --kafka).",
 )
+@click.option(
+    "--scoring",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Scoring settings YAML: score closed episodes against baselines, raise alerts.",
+)
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
@@ -216,6 +222,7 @@ def up(
     metrics_host: str,
     kafka: str | None,
     topic_prefix: str,
+    scoring: str | None,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
@@ -224,8 +231,14 @@ def up(
     worker on that broker instead (same stages, same results).
     """
     loaded = load_common(suites, **common)
+    try:
+        scoring_settings = load_scoring_settings(scoring) if scoring else None
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
     if kafka:
-        up_on_kafka(kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host)
+        up_on_kafka(
+            kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host, scoring
+        )
         return
     metrics = PipelineMetrics()
     if metrics_port:
@@ -247,6 +260,7 @@ def up(
                 follow=follow,
                 metrics=metrics,
                 console=console,
+                scoring=scoring_settings,
             )
         )
     except InputError as exc:
@@ -258,6 +272,11 @@ def up(
         f"{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.unevaluated} unevaluated "
         f"of {s.episodes} episodes; {run.verdicts} verdicts; {len(run.dead_letters)} dead letters"
     )
+    if scoring_settings is not None:
+        console.print(
+            f"{len(run.alerts)} alerts; {len(run.failed_by_alerts)} episodes passed their "
+            "assertions but fail on a CRITICAL alert"
+        )
     sys.exit(run.exit_code())
 
 
@@ -269,6 +288,7 @@ def up_on_kafka(
     loaded: Loaded,
     metrics_port: int,
     metrics_host: str,
+    scoring: str | None,
 ) -> None:
     """`up --kafka`: publish the given files to the signals topic, then run the worker."""
     rules = loaded.rules
@@ -283,6 +303,7 @@ def up_on_kafka(
         reorder_ms=rules.reorder_ms,
         metrics_port=metrics_port,
         metrics_host=metrics_host,
+        scoring=scoring,
     )
     files = [source for source in sources if source != "-"]
     if len(files) != len(sources):
@@ -382,6 +403,11 @@ def topics(config_file: str | None, **overrides: Any) -> None:
 @click.option(
     "--metrics-port", type=int, help="Serve /metrics here (EVALSTREAM_METRICS_PORT; 0 = off)."
 )
+@click.option(
+    "--scoring",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Scoring settings YAML (EVALSTREAM_SCORING).",
+)
 @click.option("--loglevel", default="WARNING", show_default=True)
 def worker(
     config_file: str | None, suites: tuple[str, ...], loglevel: str, **overrides: Any
@@ -393,6 +419,7 @@ def worker(
     try:
         loaded = [load_suite(path) for path in settings.suites]
         pricing = load_pricing(Path(settings.pricing)) if settings.pricing else None
+        load_scoring_settings(settings.scoring) if settings.scoring else None
     except InputError as exc:
         raise UserError(str(exc)) from exc
     from stream.worker import run_worker  # noqa: PLC0415 - imports faust, only for this command

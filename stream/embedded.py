@@ -23,10 +23,20 @@ from assertions.assembly import CloseRules
 from assertions.errors import InputError
 from assertions.judging import Judge
 from assertions.pricing import PricingTable
+from assertions.regression import RegressionDetector
 from assertions.results import EpisodeResult, Summary
+from assertions.scoring_stage import ScoringSettings, ScoringStage
 from assertions.suites import Suite
 from stream.metrics import PipelineMetrics
-from stream.pipeline import DLQ, EPISODES, VERDICTS, Envelope, Pipeline
+from stream.pipeline import (
+    ALERTS,
+    DLQ,
+    EPISODES,
+    VERDICTS,
+    Envelope,
+    InlineRegression,
+    Pipeline,
+)
 
 JSON = Any
 QUEUE_SIZE = 10_000
@@ -39,11 +49,13 @@ class EmbeddedRun:
     results: list[EpisodeResult] = field(default_factory=list)
     dead_letters: list[dict[str, JSON]] = field(default_factory=list)
     verdicts: int = 0
+    alerts: list[dict[str, JSON]] = field(default_factory=list)
+    failed_by_alerts: list[str] = field(default_factory=list)  # passed, but a CRITICAL alert
 
     def exit_code(self) -> int:
         if self.dead_letters:
             return 2
-        return 0 if Summary.of(self.results).ok else 1
+        return 0 if Summary.of(self.results).ok and not self.failed_by_alerts else 1
 
 
 class ConsoleSink:
@@ -70,7 +82,15 @@ class ConsoleSink:
                     f"early at {record['decided_at']}: {record['message']}",
                     style,
                 )
+        elif stream == ALERTS:
+            self.run.alerts.append(record)
+            style = "red" if record["severity"] == "critical" else "yellow"
+            self._print(
+                f"alert {record['severity']} ({record['kind']}): {record['message']}", style
+            )
         elif stream == EPISODES:
+            if record.get("passed_with_alerts") is False and record["status"] == "passed":
+                self.run.failed_by_alerts.append(record["episode_id"])
             status = record["status"]
             style = {"passed": "green", "failed": "red", "error": "yellow"}.get(status, "dim")
             ok = sum(1 for a in record["assertions"] if a["verdict"] == "pass")
@@ -128,19 +148,31 @@ async def run_embedded(
     metrics: PipelineMetrics | None = None,
     console: Console | None = None,
     run: EmbeddedRun | None = None,
+    scoring: ScoringSettings | None = None,
 ) -> EmbeddedRun:
-    """Runs until the sources end (never, when following); `run` collects results live."""
+    """Runs until the sources end (never, when following); `run` collects results live.
+
+    With `scoring`, closed episodes are scored against their baselines, per-episode alert
+    rules apply and windowed regressions are detected in-process."""
     run = run if run is not None else EmbeddedRun()
     live = follow or "-" in sources
+    metrics = metrics or PipelineMetrics(process=False)
+    sink = ConsoleSink(console, run)
     pipeline = Pipeline(
         suites,
-        ConsoleSink(console, run),
+        sink,
         rules=rules,
         pricing=pricing,
         judge=judge,
         metrics=metrics,
         on_result=run.results.append,
         event_time=not live,
+        scoring=ScoringStage(scoring, scoring.baseline_store()) if scoring else None,
+        regression=(
+            InlineRegression(RegressionDetector(scoring.regression), sink, metrics)
+            if scoring
+            else None
+        ),
     )
     queue: asyncio.Queue[Envelope | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
 

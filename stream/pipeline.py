@@ -7,33 +7,46 @@ same assembler and engine from files. Nothing about evaluation differs between t
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
 
+from assertions.alert_rules import EpisodeAlert
 from assertions.assembly import Accept, ClosedEpisode, CloseReason, CloseRules, EpisodeAssembler
 from assertions.errors import SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable, default_pricing
 from assertions.records import DeadLetter, episode_record, verdict_record
+from assertions.regression import AlertEvent, AlertState, Observation, RegressionDetector
 from assertions.results import EpisodeResult
+from assertions.scoring_stage import ScoredEpisode, ScoringStage
 from assertions.signals import Signal, signal_from_obj
 from assertions.suites import Suite, SuiteSet
 from connectors.llm_call_codec import llm_call_signals
-from stream.metrics import PipelineMetrics
+from stream.metrics import BoundedLabels, PipelineMetrics
 from stream.offline import resolve_judgements
 
 JSON = Any
-VERDICTS, EPISODES, DLQ = "verdicts", "episodes", "dlq"
+VERDICTS, EPISODES, ALERTS, DLQ = "verdicts", "episodes", "alerts", "dlq"
+# Internal streams of the worker: scored episodes for the regression windows, and rolling
+# baseline snapshots (a compacted topic keyed by baseline key).
+OBSERVATIONS, BASELINES = "observations", "baselines"
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_576
 
 
+class RegressionHook(Protocol):
+    """Where scored episodes go for windowed regression detection (`now` in epoch ms)."""
+
+    async def observe(self, obs: Observation, now: float) -> None: ...
+
+
 class Sink(Protocol):
-    """Where output records go: `stream` is one of verdicts / episodes / dlq."""
+    """Where output records go: `stream` is one of verdicts / episodes / alerts / dlq."""
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None: ...
 
@@ -57,6 +70,7 @@ class MemorySink:
         self.records: dict[str, list[tuple[str, dict[str, JSON]]]] = {
             VERDICTS: [],
             EPISODES: [],
+            ALERTS: [],
             DLQ: [],
         }
 
@@ -85,6 +99,9 @@ class Pipeline:
         on_result: Callable[[EpisodeResult], None] | None = None,
         event_time: bool = False,
         suite_set: SuiteSet | None = None,
+        scoring: ScoringStage | None = None,
+        regression: RegressionHook | None = None,
+        on_scored: Callable[[ScoredEpisode], Awaitable[None]] | None = None,
     ) -> None:
         """`event_time`: drive grace and inactivity by the input's own timestamps (a replay of a
         finite recording, exactly as `evalstream check` does) instead of the wall clock."""
@@ -101,6 +118,10 @@ class Pipeline:
         self.max_message_bytes = max_message_bytes
         self.on_result = on_result
         self.event_time = event_time
+        self.scoring = scoring
+        self.regression = regression
+        self.on_scored = on_scored
+        self.agent_labels = BoundedLabels()
         self._watermark = float("-inf")
         self._last_sweep = float("-inf")
 
@@ -250,10 +271,100 @@ class Pipeline:
                 self.metrics.verdicts.labels(
                     outcome.suite, outcome.type, outcome.verdict.value, str(early).lower()
                 ).inc()
-            await self.sink.publish(EPISODES, result.episode_id, episode_record(result))
+            record = episode_record(result)
+            if self.scoring is not None:
+                scored = self.scoring.score(result, c.evaluation.facts.tool_names())
+                record.update(scored.record_fields())
+                await self._emit_scored(result, scored)
+            await self.sink.publish(EPISODES, result.episode_id, record)
             self.metrics.episodes.labels(result.close_reason, result.status).inc()
             if self.on_result is not None:
                 self.on_result(result)
+
+    async def _emit_scored(self, result: EpisodeResult, scored: ScoredEpisode) -> None:
+        obs = scored.observation
+        agent, variant = self.agent_labels(obs.agent_id), self.agent_labels(obs.variant)
+        for name, value in scored.scores.dimensions().items():
+            if value is not None:
+                self.metrics.scores.labels(name, agent, variant).observe(value)
+        for name, delta in (
+            ("cost", scored.scores.cost_delta_pct),
+            ("latency", scored.scores.latency_delta_pct),
+        ):
+            if delta is not None:
+                self.metrics.baseline_delta.labels(name, agent, variant).observe(delta)
+        for alert in scored.alerts:
+            self.metrics.episode_alerts.labels(alert.severity.value, alert.dimension).inc()
+            await self.sink.publish(ALERTS, result.episode_id, episode_alert_record(alert, obs))
+        if self.on_scored is not None:
+            await self.on_scored(scored)
+        if self.regression is not None:
+            now = result.ended_ts if result.ended_ts is not None else self.now()
+            await self.regression.observe(obs, now)
+
+
+class InlineRegression:
+    """Windowed detection in this process: events go to the alerts stream of `sink`."""
+
+    def __init__(self, detector: RegressionDetector, sink: Sink, metrics: PipelineMetrics) -> None:
+        self.detector = detector
+        self.sink = sink
+        self.metrics = metrics
+        self.severity: dict[str, str] = {}  # alert key -> the severity it is counted under
+
+    async def observe(self, obs: Observation, now: float) -> None:
+        for event in self.detector.observe(obs, now):
+            await self.sink.publish(ALERTS, event.dedupe_key, regression_alert_record(event))
+            self._count(event)
+
+    def _count(self, event: AlertEvent) -> None:
+        """Keeps the firing gauge right through severity changes of one alert."""
+        firing = self.metrics.alerts_firing
+        key = event.dedupe_key
+        counted = self.severity.pop(key, None)
+        if counted is not None:
+            firing.labels(counted, event.metric).dec()
+        if event.state is not AlertState.RESOLVED:
+            self.severity[key] = event.severity.value
+            firing.labels(event.severity.value, event.metric).inc()
+
+
+class PublishedRegression:
+    """Windowed detection elsewhere: observations go to the `observations` stream, keyed by
+    `agent_id/variant`, so one consumer holds each (agent, variant) window (the worker)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+
+    async def observe(self, obs: Observation, now: float) -> None:
+        record = {**dataclasses.asdict(obs), "now": now}
+        await self.sink.publish(OBSERVATIONS, f"{obs.agent_id}/{obs.variant}", record)
+
+
+def observation_from_record(record: dict[str, JSON]) -> tuple[Observation, float]:
+    fields = {k: v for k, v in record.items() if k != "now"}
+    return Observation(**fields), float(record["now"])
+
+
+def episode_alert_record(alert: EpisodeAlert, obs: Observation) -> dict[str, JSON]:
+    return {
+        "kind": "episode",
+        **alert.to_json(),
+        "agent_id": obs.agent_id,
+        "variant": obs.variant,
+    }
+
+
+def regression_alert_record(event: AlertEvent) -> dict[str, JSON]:
+    """The record of one lifecycle event; `alert_key` names the alert across its events,
+    `dedupe_key` this event (a re-delivery of the same event has the same one)."""
+    body = event.to_json()
+    return {
+        "kind": "regression",
+        **body,
+        "alert_key": event.dedupe_key,
+        "dedupe_key": f"{event.dedupe_key}/{event.state.value}/{event.fired_at:.0f}/{event.at:.0f}",
+    }
 
 
 def _not_utf8(data: bytes) -> bool:

@@ -14,7 +14,17 @@ from assertions.errors import InputError
 
 JSON = Any
 ENV_PREFIX = "EVALSTREAM_"
-TOPIC_NAMES = ("signals", "llm-calls", "verdicts", "episodes", "alerts", "dlq")
+TOPIC_NAMES = (
+    "signals",
+    "llm-calls",
+    "verdicts",
+    "episodes",
+    "alerts",
+    "dlq",
+    "observations",  # internal: scored episodes keyed by agent/variant, for regression windows
+    "baselines",  # internal, compacted: rolling baselines keyed by baseline key
+)
+COMPACTED_TOPICS = ("baselines",)
 
 
 class WorkerSettings(BaseModel):
@@ -29,6 +39,9 @@ class WorkerSettings(BaseModel):
     replication_factor: int = Field(1, ge=1)
     suites: list[str] = Field(default_factory=list, description="Suite YAML files.")
     pricing: str | None = Field(None, description="Pricing table JSON overriding the built-in.")
+    scoring: str | None = Field(
+        None, description="Scoring settings YAML: score episodes, alert on regressions."
+    )
     end_patterns: list[str] = Field(default_factory=lambda: ["harness:end"])
     grace_ms: float = Field(2_000.0, ge=0)
     inactivity_ms: float = Field(300_000.0, gt=0)

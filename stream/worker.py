@@ -24,6 +24,7 @@ Design (why it is safe under at-least-once delivery, crashes and rebalances):
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -36,17 +37,32 @@ import orjson
 from faust.types import TP
 
 from assertions.assembly import CloseReason
+from assertions.baselines import RollingBaselines
 from assertions.errors import SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable
 from assertions.records import DeadLetter
+from assertions.regression import RegressionDetector
 from assertions.results import EpisodeResult
+from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_settings
 from assertions.suites import Suite, SuiteSet
 from connectors.llm_call_codec import llm_call_signals
 from stream.metrics import PipelineMetrics
-from stream.pipeline import DLQ, EPISODES, VERDICTS, Envelope, Pipeline
-from stream.settings import WorkerSettings
+from stream.pipeline import (
+    ALERTS,
+    BASELINES,
+    DLQ,
+    EPISODES,
+    OBSERVATIONS,
+    VERDICTS,
+    Envelope,
+    InlineRegression,
+    Pipeline,
+    PublishedRegression,
+    observation_from_record,
+)
+from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings
 
 JSON = Any
 log = logging.getLogger("evalstream.worker")
@@ -105,6 +121,18 @@ class PartitionSink:
             self.state_ref[0].pending.append(future)
 
 
+class AwaitedSink:
+    """Publishes and waits for the broker's acknowledgement (outputs of the detect agent,
+    whose input offset faust commits once the agent returns)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
+        topic = self.worker.out_topics[stream]
+        await (await topic.send(key=key.encode(), value=orjson.dumps(record)))
+
+
 class Worker:
     def __init__(
         self,
@@ -114,6 +142,7 @@ class Worker:
         pricing: PricingTable | None = None,
         metrics: PipelineMetrics | None = None,
         judge: Judge | None = None,
+        baseline_snapshots: Sequence[bytes] = (),
     ) -> None:
         self.settings = settings
         self.suites = list(suites)
@@ -121,6 +150,20 @@ class Worker:
         self.metrics = metrics or PipelineMetrics()
         self.judge = judge
         self.suite_set = SuiteSet(self.suites, CompileContext(pricing) if pricing else None)
+        # Scoring: one stage (and baseline store) for all of this worker's partitions.
+        scoring = load_scoring_settings(settings.scoring) if settings.scoring else None
+        self.baselines = scoring.baseline_store() if scoring else None
+        if isinstance(self.baselines, RollingBaselines):
+            for snapshot in baseline_snapshots:
+                self.baselines.restore(orjson.loads(snapshot))
+        self.stage = ScoringStage(scoring, self.baselines) if scoring else None
+        self.regression = (
+            InlineRegression(
+                RegressionDetector(scoring.regression), AwaitedSink(self), self.metrics
+            )
+            if scoring
+            else None
+        )
         self.states: dict[int, PartitionState] = {}
         self.anchors: dict[int, int] = {}
         self.min_generation = -(10**9)
@@ -142,6 +185,9 @@ class Worker:
             broker_commit_interval=1.0,
             producer_acks=-1,
             producer_max_request_size=max(settings.max_message_bytes * 2, 1_048_576),
+            stream_buffer_maxsize=32_768,
+            broker_max_poll_records=5_000,
+            consumer_max_fetch_size=4 * 1_048_576,
         )
         app = self.app
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
@@ -153,10 +199,15 @@ class Worker:
             VERDICTS: app.topic(settings.topic("verdicts"), partitions=n, **raw),
             EPISODES: app.topic(settings.topic("episodes"), partitions=n, **raw),
             DLQ: app.topic(settings.topic("dlq"), partitions=n, **raw),
+            ALERTS: app.topic(settings.topic("alerts"), partitions=n, **raw),
+            OBSERVATIONS: app.topic(settings.topic("observations"), partitions=n, **raw),
+            BASELINES: app.topic(settings.topic("baselines"), partitions=n, **raw),
         }
         self.closed = app.Table("closed-episodes", default=None, partitions=n)
         app.agent(self.signals, name="evaluate", concurrency=1)(self._evaluate)
         app.agent(self.llm_calls, name="join-llm-calls", concurrency=1)(self._join_llm_calls)
+        if self.regression is not None:
+            app.agent(self.out_topics[OBSERVATIONS], name="detect", concurrency=1)(self._detect)
         app.timer(settings.sweep_interval_s, name="sweep")(self._sweep)
         app.timer(1.0, name="commit")(self._commit_timer)
         app.timer(5.0, name="lag")(self._report_lag)
@@ -174,9 +225,10 @@ class Worker:
 
     def _new_state(self, partition: int, start: int) -> PartitionState:
         ref: list[PartitionState] = []
+        sink = PartitionSink(self, ref)
         pipeline = Pipeline(
             self.suites,
-            PartitionSink(self, ref),
+            sink,
             rules=self.settings.close_rules(),
             pricing=self.pricing,
             metrics=self.metrics,
@@ -184,11 +236,35 @@ class Worker:
             require_key=True,
             max_message_bytes=self.settings.max_message_bytes,
             suite_set=self.suite_set,
+            scoring=self.stage,
+            regression=PublishedRegression(sink) if self.stage else None,
+            on_scored=functools.partial(self._persist_baseline, sink),
         )
         state = PartitionState(partition, pipeline, next_offset=start)
         ref.append(state)
         pipeline.on_result = lambda result: self._closed(state, result)
         return state
+
+    async def _persist_baseline(self, sink: PartitionSink, scored: ScoredEpisode) -> None:
+        """The key's rolling window to the compacted baselines topic: it survives restarts."""
+        key = scored.baseline_key
+        if isinstance(self.baselines, RollingBaselines) and key is not None:
+            snapshot = self.baselines.snapshot(key)
+            if snapshot is not None:
+                await sink.publish(BASELINES, str(key), snapshot)
+
+    async def _detect(self, stream: Any) -> None:
+        """Windowed regression detection; the observations topic is keyed by agent/variant,
+        so each (agent, variant) window lives in exactly one worker."""
+        assert self.regression is not None
+        async for event in stream.events():
+            value = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
+            try:
+                obs, now = observation_from_record(orjson.loads(value))
+            except (orjson.JSONDecodeError, TypeError, KeyError, ValueError):
+                log.warning("skipping a malformed observation record: %r", value[:200])
+                continue
+            await self.regression.observe(obs, now)
 
     def _closed(self, state: PartitionState, result: EpisodeResult) -> None:
         episode_id = result.episode_id
@@ -505,17 +581,29 @@ def run_worker(
 
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)  # faust and mode run on this loop
-    names = [
-        settings.topic(name)
-        for name in ("signals", "llm-calls", "verdicts", "episodes", "alerts", "dlq")
-    ]
+    names = [settings.topic(name) for name in TOPIC_NAMES]
     loop.run_until_complete(
-        ensure_topics(settings.broker, names, settings.partitions, settings.replication_factor)
+        ensure_topics(
+            settings.broker,
+            names,
+            settings.partitions,
+            settings.replication_factor,
+            compacted=[settings.topic(name) for name in COMPACTED_TOPICS],
+        )
     )
+    snapshots: list[bytes] = []
+    if settings.scoring:
+        from connectors.compacted_topic import read_latest  # noqa: PLC0415
+
+        latest = loop.run_until_complete(read_latest(settings.broker, settings.topic("baselines")))
+        snapshots = list(latest.values())
+        log.info("restored %s rolling baselines", len(snapshots))
     metrics = PipelineMetrics()
     if settings.metrics_port:
         start_http_server(
             settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry
         )
-    worker = Worker(settings, suites, pricing=pricing, metrics=metrics)
+    worker = Worker(
+        settings, suites, pricing=pricing, metrics=metrics, baseline_snapshots=snapshots
+    )
     faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop).execute_from_commandline()

@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""Benchmark of the Kafka worker through a real broker (issue 3, item 8).
+
+    .venv/bin/python bench/kafka_bench.py [--bootstrap HOST:PORT] [--episodes 3000]
+        [--open 10000,100000] [--latency-seconds 20] [--quick]
+
+Without `--bootstrap` it starts the project's own single-node KRaft broker (stream.dev_kafka).
+Every run uses fresh topics (a random prefix) and prints a Markdown report:
+
+  a. producer: synthetic agent traffic (bench/engine_bench.py's episodes, 100 signals each,
+     a planner -> coder -> tester -> reviewer chain) published as fast as aiokafka can;
+  b. ceiling: a bare aiokafka consumer that only reads and decodes the same topic;
+  c. worker: one `evalstream worker` process with the 20-assertion suite (bench/suite.yaml)
+     consuming the same topic from the start: signals/s from its first to its last consumed
+     signal (read from its /metrics), and until every episode record was published;
+  d. latency: at half the worker's measured rate, fresh interleaved episodes are produced at
+     a steady pace; for every early verdict on `verdicts`, the wall time from producing the
+     deciding signal to receiving the verdict (p50/p99);
+  e. memory: the worker's resident set with 0, 10k and 100k open episodes (10 signals each,
+     no end signal), from its `process_resident_memory_bytes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from engine_bench import Traffic
+
+from assertions.signals import decode_signal
+from connectors.kafka_topics import ensure_topics
+from stream.dev_kafka import KafkaBroker
+from stream.settings import TOPIC_NAMES
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = REPO / "bench" / "suite.yaml"
+EXE = Path(sys.executable).parent / "evalstream"
+SIGNALS_PER_EPISODE = 100
+OPEN_EPISODE_SIGNALS = 10
+PARTITIONS = 4
+
+Record = tuple[bytes, bytes]  # (key, value)
+
+
+def episode_records(index: int, prefix: str) -> list[Record]:
+    episode = f"{prefix}-{index}"
+    key = episode.encode()
+    traffic = Traffic(SIGNALS_PER_EPISODE, seed=index, episode_id=episode)
+    return [(key, orjson.dumps(obj)) for obj in traffic]
+
+
+def interleaved(episodes: Sequence[list[Record]]) -> Iterator[Record]:
+    """Round-robin over episodes, as concurrent agents would emit."""
+    longest = max(len(e) for e in episodes)
+    for i in range(longest):
+        for records in episodes:
+            if i < len(records):
+                yield records[i]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --------------------------------------------------------------------------------------------
+# Kafka clients
+# --------------------------------------------------------------------------------------------
+
+
+def new_producer(bootstrap: str) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks=1, linger_ms=5, max_batch_size=512 * 1024
+    )
+
+
+async def produce_all(bootstrap: str, topic: str, records: Sequence[Record]) -> float:
+    """Publishes as fast as possible; returns signals/s until the last acknowledgement."""
+    producer = new_producer(bootstrap)
+    await producer.start()
+    start = time.perf_counter()
+    try:
+        futures = []
+        for key, value in records:
+            futures.append(await producer.send(topic, value, key=key))
+            if len(futures) >= 10_000:
+                await asyncio.gather(*futures)
+                futures.clear()
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+    return len(records) / (time.perf_counter() - start)
+
+
+async def bare_consume(bootstrap: str, topic: str, total: int) -> float:
+    """Reads and decodes `total` signals from the start; returns signals/s."""
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        group_id=None,
+        max_partition_fetch_bytes=4 * 1024 * 1024,
+    )
+    await consumer.start()
+    seen = 0
+    start: float | None = None
+    try:
+        while seen < total:
+            batch = await consumer.getmany(timeout_ms=1000, max_records=5_000)
+            for messages in batch.values():
+                if start is None:
+                    start = time.perf_counter()
+                for message in messages:
+                    decode_signal(message.value)
+                    seen += 1
+    finally:
+        await consumer.stop()
+    assert start is not None
+    return total / (time.perf_counter() - start)
+
+
+# --------------------------------------------------------------------------------------------
+# The worker under test
+# --------------------------------------------------------------------------------------------
+
+SAMPLE = re.compile(rb"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$", re.M)
+
+
+@dataclass
+class WorkerProcess:
+    proc: subprocess.Popen[bytes]
+    metrics_port: int
+    log: Path
+
+    def metrics(self) -> dict[str, float]:
+        """Sums of each metric family's samples (labels dropped) from /metrics."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read()
+        out: dict[str, float] = {}
+        for name, _labels, value in SAMPLE.findall(text):
+            key = name.decode()
+            out[key] = out.get(key, 0.0) + float(value)
+        return out
+
+    def wait(self, metric: str, target: float, timeout: float) -> tuple[float, float]:
+        """Polls until `metric` >= target; returns (first time it was > 0, time it got there)."""
+        deadline = time.monotonic() + timeout
+        first: float | None = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited: {self.log.read_text()[-3000:]}")
+            try:
+                value = self.metrics().get(metric, 0.0)
+            except OSError:
+                value = 0.0
+            now = time.perf_counter()
+            if value > 0 and first is None:
+                first = now
+            if value >= target:
+                return (first or now), now
+            time.sleep(0.05)
+        raise TimeoutError(f"{metric} did not reach {target} in {timeout}s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def start_worker(bootstrap: str, prefix: str, workdir: Path) -> WorkerProcess:
+    port = free_port()
+    env = {
+        **os.environ,
+        "EVALSTREAM_BROKER": bootstrap,
+        "EVALSTREAM_APP_ID": prefix.rstrip("."),
+        "EVALSTREAM_TOPIC_PREFIX": prefix,
+        "EVALSTREAM_PARTITIONS": str(PARTITIONS),
+        "EVALSTREAM_SUITES": str(SUITE),
+        "EVALSTREAM_METRICS_PORT": str(port),
+        "EVALSTREAM_GRACE_MS": "500",
+        "EVALSTREAM_DATA_DIR": str(workdir / "data"),
+    }
+    log = workdir / "worker.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(EXE), "worker", "--loglevel", "WARNING"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    worker = WorkerProcess(proc, port, log)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            worker.metrics()
+            return worker
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"worker did not start: {log.read_text()[-3000:]}") from None
+            time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------------------------
+# Latency at half load
+# --------------------------------------------------------------------------------------------
+
+
+async def latency_run(
+    bootstrap: str, prefix: str, rate: float, seconds: float, concurrent: int
+) -> list[float]:
+    """Produces fresh episodes at `rate` signals/s; returns produce->early-verdict latencies."""
+    topic = f"{prefix}signals"
+    sent_at: dict[tuple[str, str], float] = {}
+    latencies: list[float] = []
+    consumer = AIOKafkaConsumer(
+        f"{prefix}verdicts", bootstrap_servers=bootstrap, auto_offset_reset="latest", group_id=None
+    )
+    await consumer.start()
+    await consumer.seek_to_end()
+    stop = asyncio.Event()
+
+    async def read_verdicts() -> None:
+        while not stop.is_set():
+            batch = await consumer.getmany(timeout_ms=200)
+            now = time.perf_counter()
+            for messages in batch.values():
+                for message in messages:
+                    record = orjson.loads(message.value)
+                    if not record.get("early"):
+                        continue
+                    sent = sent_at.get((record["episode_id"], record["decided_at"]))
+                    if sent is not None:
+                        latencies.append(now - sent)
+
+    reader = asyncio.create_task(read_verdicts())
+    producer = new_producer(bootstrap)
+    await producer.start()
+    # Whole episodes only (each ends and closes), all interleaved over the run.
+    n_episodes = max(concurrent, round(rate * seconds / SIGNALS_PER_EPISODE))
+    episodes = [episode_records(10_000_000 + i, f"{prefix}lat") for i in range(n_episodes)]
+    records = list(interleaved(episodes))
+    tick = 0.01
+    per_tick = max(1, int(rate * tick))
+    start = time.perf_counter()
+    try:
+        for i in range(0, len(records), per_tick):
+            target = start + (i / per_tick) * tick
+            delay = target - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            now = time.perf_counter()
+            for key, value in records[i : i + per_tick]:
+                obj = orjson.loads(value)
+                sent_at[(obj["episode_id"], obj["id"])] = now
+                await producer.send(topic, value, key=key)
+        await producer.flush()
+        await asyncio.sleep(5)  # let the last verdicts arrive
+    finally:
+        stop.set()
+        await reader
+        await producer.stop()
+        await consumer.stop()
+    return latencies
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+# --------------------------------------------------------------------------------------------
+# Memory with open episodes
+# --------------------------------------------------------------------------------------------
+
+
+def open_records(start: int, count: int, prefix: str) -> list[Record]:
+    """The first signals of `count` episodes that never end (no end signal)."""
+    out: list[Record] = []
+    for i in range(start, start + count):
+        episode = f"{prefix}open-{i}"
+        traffic = Traffic(SIGNALS_PER_EPISODE, seed=i, episode_id=episode)
+        for n, obj in enumerate(traffic):
+            if n >= OPEN_EPISODE_SIGNALS:
+                break
+            out.append((episode.encode(), orjson.dumps(obj)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    episodes: int
+    total: int = 0
+    produce_rate: float = 0.0
+    bare_rate: float = 0.0
+    worker_rate: float = 0.0
+    worker_rate_closed: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    memory: list[tuple[int, float]] = field(default_factory=list)
+
+
+def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figures) -> None:
+    prefix = f"kb{uuid.uuid4().hex[:8]}."
+    asyncio.run(ensure_topics(bootstrap, [prefix + n for n in TOPIC_NAMES], PARTITIONS))
+    topic = f"{prefix}signals"
+    print(f"generating {fig.episodes} episodes x {SIGNALS_PER_EPISODE} signals ...")
+    records = list(interleaved([episode_records(i, prefix) for i in range(fig.episodes)]))
+    fig.total = len(records)
+    fig.produce_rate = asyncio.run(produce_all(bootstrap, topic, records))
+    del records
+    fig.bare_rate = asyncio.run(bare_consume(bootstrap, topic, fig.total))
+
+    worker = start_worker(bootstrap, prefix, workdir)
+    try:
+        first, last = worker.wait("evalstream_signals_consumed_total", fig.total, timeout=900)
+        _, closed = worker.wait("evalstream_episodes_closed_total", fig.episodes, timeout=300)
+        fig.worker_rate = fig.total / (last - first)
+        fig.worker_rate_closed = fig.total / (closed - first)
+        fig.latencies = asyncio.run(
+            latency_run(bootstrap, prefix, fig.worker_rate / 2, args.latency_seconds, concurrent=50)
+        )
+        # Memory: let the latency-phase episodes close, then open episodes that never end.
+        time.sleep(3)
+        base = worker.metrics()
+        fig.memory.append((0, base["process_resident_memory_bytes"]))
+        consumed = base["evalstream_signals_consumed_total"]
+        opened = 0
+        for count in args.open_counts:
+            batch = open_records(opened, count - opened, prefix)
+            asyncio.run(produce_all(bootstrap, topic, batch))
+            consumed += len(batch)
+            opened = count
+            worker.wait("evalstream_signals_consumed_total", consumed, timeout=900)
+            time.sleep(2)
+            sample = worker.metrics()
+            fig.memory.append((count, sample["process_resident_memory_bytes"]))
+            print(f"open episodes reported by the worker: {sample.get('evalstream_open_episodes')}")
+    finally:
+        worker.stop()
+
+
+def print_report(fig: Figures) -> None:
+    rows = [
+        ("signals in the throughput run", f"{fig.total:,} ({fig.episodes:,} episodes)"),
+        ("a. producer, signals/s", f"{fig.produce_rate:,.0f}"),
+        ("b. bare consumer (read + decode), signals/s", f"{fig.bare_rate:,.0f}"),
+        ("c. worker, first to last signal consumed, signals/s", f"{fig.worker_rate:,.0f}"),
+        ("c. worker, until every episode record was out, signals/s",
+         f"{fig.worker_rate_closed:,.0f}"),
+        ("c. worker / bare consumer", f"{fig.worker_rate / fig.bare_rate:.0%}"),
+    ]  # fmt: skip
+    lat = fig.latencies
+    rows.append(
+        (f"d. early verdicts timed at {fig.worker_rate / 2:,.0f} signals/s", f"{len(lat):,}")
+    )
+    if lat:
+        rows += [
+            ("d. produce -> early verdict p50, ms", f"{percentile(lat, 50) * 1000:.1f}"),
+            ("d. produce -> early verdict p99, ms", f"{percentile(lat, 99) * 1000:.1f}"),
+            ("d. produce -> early verdict mean, ms", f"{statistics.fmean(lat) * 1000:.1f}"),
+        ]
+    base_rss = fig.memory[0][1] if fig.memory else 0.0
+    for count, rss in fig.memory:
+        extra = f", {(rss - base_rss) / count:,.0f} B per open episode" if count else ""
+        rows.append((f"e. RSS with {count:,} open episodes", f"{rss / 2**20:,.0f} MiB{extra}"))
+    print()
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {PARTITIONS} partitions")
+    print()
+    print("| measure | value |")
+    print("|---|---:|")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--bootstrap", help="An existing broker (default: start the dev one).")
+    parser.add_argument("--episodes", type=int, default=3000, help="Episodes of 100 signals.")
+    parser.add_argument("--open", default="10000,100000", help="Open-episode counts to measure.")
+    parser.add_argument("--latency-seconds", type=float, default=20.0)
+    parser.add_argument("--quick", action="store_true", help="Small sizes, for a smoke run.")
+    args = parser.parse_args()
+    if args.quick:
+        args.episodes, args.open, args.latency_seconds = 300, "1000,5000", 5.0
+    args.open_counts = [int(x) for x in args.open.split(",") if x]
+    fig = Figures(args.episodes)
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            bootstrap = stack.enter_context(KafkaBroker()).bootstrap
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kbench-")))
+        measure(bootstrap, workdir, args, fig)
+    print_report(fig)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
