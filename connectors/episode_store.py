@@ -1,0 +1,257 @@
+"""An async client of seed 002's episode store (httpx; API in ../shared/notes/seed-002-formats.md).
+
+    async with EpisodeStoreClient("http://localhost:8100") as store:
+        health = await store.health()
+        async for episode in store.iter_episodes(EpisodeQuery(agent_id="bot", limit=200)):
+            ...                                  # full episodes, steps included
+
+Endpoints used: `GET /v1/health`, `GET /v1/episodes` (filters `agent_id`, `model`, `status`,
+`since`, `until`, `provider`, `tool`, `limit` 1-500, `offset`), `GET /v1/episodes/{id}`,
+`GET /v1/episodes/{id}/replay`. A list answer may be a JSON array or an object with an
+`episodes` array; listed episodes without `steps` are fetched one by one.
+
+Errors (one tree, rooted in `EpisodeStoreError`):
+
+    EpisodeStoreError
+    ├── StoreUnavailableError   cannot connect, or no answer within the timeout
+    ├── StoreResponseError      an unexpected HTTP status or a body that is not the API's JSON
+    │   └── EpisodeNotFoundError    404 for one episode
+    └── StoreQueryError         a bad filter (also an InputError: the user's to fix)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from assertions.errors import EvalstreamError, InputError
+
+JSON = Any
+MAX_PAGE = 500  # the store's largest `limit`
+STATUSES = ("running", "success", "failure", "timeout", "killed")
+
+
+class EpisodeStoreError(EvalstreamError):
+    """The episode store could not answer as asked."""
+
+
+class StoreUnavailableError(EpisodeStoreError):
+    """The store is unreachable or too slow."""
+
+
+class StoreResponseError(EpisodeStoreError):
+    """The store answered with an unexpected status or body."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EpisodeNotFoundError(StoreResponseError):
+    """No episode with that id."""
+
+
+class StoreQueryError(EpisodeStoreError, InputError):
+    """A filter the store cannot take (a limit out of range, an unknown status)."""
+
+
+def _iso(value: datetime | str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise StoreQueryError(
+            f"`{name}` {value!r} is not an ISO 8601 time (e.g. 2026-01-01T00:00:00Z)"
+        ) from exc
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeQuery:
+    """Filters of the list endpoint. `limit` None: every matching episode (paged)."""
+
+    agent_id: str | None = None
+    model: str | None = None
+    status: str | None = None
+    since: datetime | str | None = None
+    until: datetime | str | None = None
+    provider: str | None = None
+    tool: str | None = None
+    limit: int | None = 50
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1
+        ):
+            raise StoreQueryError(f"`limit` must be an integer >= 1, got {self.limit!r}")
+        if self.status is not None and self.status not in STATUSES:
+            raise StoreQueryError(f"unknown status {self.status!r}; valid: {', '.join(STATUSES)}")
+        _iso(self.since, "since")
+        _iso(self.until, "until")
+
+    def params(self) -> dict[str, str]:
+        """The query parameters, without limit and offset."""
+        values = {
+            "agent_id": self.agent_id,
+            "model": self.model,
+            "status": self.status,
+            "since": _iso(self.since, "since"),
+            "until": _iso(self.until, "until"),
+            "provider": self.provider,
+            "tool": self.tool,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+    def to_json(self) -> dict[str, JSON]:
+        return {**self.params(), "limit": self.limit}
+
+
+@dataclass(frozen=True, slots=True)
+class StoreHealth:
+    status: str
+    service: str | None
+    version: str | None
+    episodes_stored: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+class EpisodeStoreClient:
+    """See the module docstring. `client` (with its own base URL) replaces the default one."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 10.0,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        try:
+            url = httpx.URL(base_url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise StoreQueryError(f"invalid store URL {base_url!r}: {exc}") from exc
+        if url.scheme not in ("http", "https") or not url.host:
+            raise StoreQueryError(
+                f"store URL {base_url!r} must be absolute http(s), e.g. http://localhost:8100"
+            )
+        if not (timeout_s > 0 and math.isfinite(timeout_s)):
+            raise StoreQueryError(f"timeout must be a number > 0, got {timeout_s!r}")
+        self.base_url = base_url.rstrip("/")
+        self._own = client is None
+        self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
+
+    async def __aenter__(self) -> EpisodeStoreClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own:
+            await self._client.aclose()
+
+    async def _get(self, path: str, params: Mapping[str, str] | None = None) -> JSON:
+        where = f"{self.base_url}{path}"
+        try:
+            response = await self._client.get(path, params=params)
+        except httpx.TimeoutException as exc:
+            raise StoreUnavailableError(
+                f"episode store {where}: no answer in time ({type(exc).__name__}); is it "
+                "overloaded? Raise --timeout"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise StoreUnavailableError(
+                f"cannot reach the episode store at {self.base_url} ({exc}); is it running? "
+                "Check --store-url"
+            ) from exc
+        if response.status_code == 404:
+            raise EpisodeNotFoundError(f"{where}: not found (404)", 404)
+        if response.status_code != 200:
+            raise StoreResponseError(
+                f"{where}: HTTP {response.status_code}: {response.text[:300]}",
+                response.status_code,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise StoreResponseError(f"{where}: the answer is not JSON: {exc}") from exc
+
+    async def health(self) -> StoreHealth:
+        obj = await self._get("/v1/health")
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("status"), str):
+            raise StoreResponseError(f"{self.base_url}/v1/health: no `status` in {obj!r}")
+        stored = obj.get("episodes_stored")
+        return StoreHealth(
+            status=obj["status"],
+            service=obj.get("service"),
+            version=None if obj.get("version") is None else str(obj.get("version")),
+            episodes_stored=stored if isinstance(stored, int) else None,
+        )
+
+    async def list_page(self, query: EpisodeQuery, *, limit: int, offset: int = 0) -> list[JSON]:
+        """One page of the list endpoint (as the store returns it, steps or not)."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise StoreQueryError(f"a page `limit` must be within 1..{MAX_PAGE}, got {limit}")
+        params = {**query.params(), "limit": str(limit), "offset": str(offset)}
+        obj = await self._get("/v1/episodes", params)
+        items = obj.get("episodes") if isinstance(obj, Mapping) else obj
+        if not isinstance(items, list):
+            raise StoreResponseError(
+                f"{self.base_url}/v1/episodes: expected a list of episodes, got "
+                f"{type(items).__name__}"
+            )
+        return items
+
+    async def iter_episodes(
+        self, query: EpisodeQuery, *, page_size: int = 100
+    ) -> AsyncIterator[JSON]:
+        """Every episode matching `query` (at most `query.limit`), full (with steps)."""
+        remaining = query.limit
+        offset = 0
+        while remaining is None or remaining > 0:
+            want = min(page_size, MAX_PAGE) if remaining is None else min(remaining, page_size)
+            want = min(want, MAX_PAGE)
+            page = await self.list_page(query, limit=want, offset=offset)
+            for listed in page:
+                if (
+                    isinstance(listed, Mapping)
+                    and "steps" not in listed
+                    and listed.get("episode_id")
+                ):
+                    yield await self.get_episode(str(listed["episode_id"]))
+                else:
+                    yield listed
+            offset += len(page)
+            if remaining is not None:
+                remaining -= len(page)
+            if len(page) < want:
+                return
+
+    async def get_episode(self, episode_id: str) -> JSON:
+        if not episode_id:
+            raise StoreQueryError("an episode id must be non-empty")
+        return await self._get(f"/v1/episodes/{quote(episode_id, safe='')}")
+
+    async def replay(self, episode_id: str) -> JSON:
+        """The replay view of one episode (`{episode_id, replay_steps[...], ...}`)."""
+        if not episode_id:
+            raise StoreQueryError("an episode id must be non-empty")
+        return await self._get(f"/v1/episodes/{quote(episode_id, safe='')}/replay")
