@@ -17,6 +17,9 @@ Settings, from the `scoring:` YAML/JSON file (every part optional):
       file: baselines.json         # with mode: file
       window: 20                   # rolling: episodes per key
       key_attrs: [agent_id, case_id]
+    sinks:                         # alerts also go to these webhooks (retried, never blocking)
+      - {kind: slack, name: team-channel, url: "https://hooks.slack.com/services/..."}
+      - {kind: webhook, name: pager, url: "https://example.internal/hook", secret: "..."}
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from assertions.scoring import EpisodeScores, ScoringConfig, ScoringInput, score
 
 JSON = Any
 BASELINE_MODES = ("rolling", "file", "none")
+SINK_KINDS = ("webhook", "slack")
+SINK_FIELDS = ("kind", "name", "url", "headers", "secret", "queue_size")
 
 
 class ScoringSettingsError(InputError):
@@ -58,17 +63,18 @@ class ScoringSettings:
     baseline_file: str | None = None
     baseline_window: int = 20
     key_attrs: tuple[str, ...] = DEFAULT_KEY_ATTRS
+    sinks: tuple[Mapping[str, JSON], ...] = ()
 
     @classmethod
     def load(
         cls, obj: Mapping[str, JSON] | None, *, base_dir: Path | None = None
     ) -> ScoringSettings:
         obj = dict(obj or {})
-        unknown = set(obj) - {"weights", "safety", "alerts", "regression", "baselines"}
+        unknown = set(obj) - {"weights", "safety", "alerts", "regression", "baselines", "sinks"}
         if unknown:
             raise ScoringSettingsError(
                 f"unknown scoring setting(s) {', '.join(sorted(unknown))}; valid: weights, "
-                "safety, alerts, regression, baselines"
+                "safety, alerts, regression, baselines, sinks"
             )
         baselines = dict(obj.get("baselines") or {})
         extra = set(baselines) - {"mode", "file", "window", "key_attrs"}
@@ -105,6 +111,7 @@ class ScoringSettings:
             baseline_file=file if isinstance(file, str) else None,
             baseline_window=window,
             key_attrs=tuple(key_attrs),
+            sinks=_sinks(obj.get("sinks")),
         )
 
     def baseline_store(self) -> BaselineStore | None:
@@ -131,6 +138,32 @@ class ScoredEpisode:
             "alerts": [a.to_json() for a in self.alerts],
             "passed_with_alerts": self.passed,
         }
+
+
+def _sinks(value: JSON) -> tuple[Mapping[str, JSON], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ScoringSettingsError("sinks must be a list of {kind, name, url} mappings")
+    out = []
+    for i, sink in enumerate(value):
+        if not isinstance(sink, Mapping):
+            raise ScoringSettingsError(f"sinks[{i}] must be a mapping with kind, name and url")
+        extra = set(sink) - set(SINK_FIELDS)
+        if extra:
+            raise ScoringSettingsError(
+                f"sinks[{i}]: unknown field(s) {', '.join(sorted(extra))}; valid: "
+                + ", ".join(SINK_FIELDS)
+            )
+        if sink.get("kind") not in SINK_KINDS:
+            raise ScoringSettingsError(
+                f"sinks[{i}].kind {sink.get('kind')!r} is not one of {', '.join(SINK_KINDS)}"
+            )
+        for name in ("name", "url"):
+            if not isinstance(sink.get(name), str) or not sink.get(name):
+                raise ScoringSettingsError(f"sinks[{i}] needs a non-empty `{name}`")
+        out.append(dict(sink))
+    return tuple(out)
 
 
 def load_scoring_settings(path: str | Path) -> ScoringSettings:

@@ -27,6 +27,7 @@ from assertions.regression import RegressionDetector
 from assertions.results import EpisodeResult, Summary
 from assertions.scoring_stage import ScoringSettings, ScoringStage
 from assertions.suites import Suite
+from stream.alerting import AlertFanout, build_alert_sinks
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
     ALERTS,
@@ -36,6 +37,7 @@ from stream.pipeline import (
     Envelope,
     InlineRegression,
     Pipeline,
+    Sink,
 )
 
 JSON = Any
@@ -157,7 +159,11 @@ async def run_embedded(
     run = run if run is not None else EmbeddedRun()
     live = follow or "-" in sources
     metrics = metrics or PipelineMetrics(process=False)
-    sink = ConsoleSink(console, run)
+    sink: Sink = ConsoleSink(console, run)
+    alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
+    if alert_sinks is not None:
+        sink = AlertFanout(sink, alert_sinks)
+        await alert_sinks.start()
     pipeline = Pipeline(
         suites,
         sink,
@@ -212,6 +218,8 @@ async def run_embedded(
         with contextlib.suppress(asyncio.CancelledError, InputError):
             await producer
         await pipeline.drain()
+        if alert_sinks is not None:
+            await alert_sinks.close()  # delivers what is queued, within its drain timeout
     return run
 
 

@@ -48,6 +48,7 @@ from assertions.results import EpisodeResult
 from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_settings
 from assertions.suites import Suite, SuiteSet
 from connectors.llm_call_codec import llm_call_signals
+from stream.alerting import build_alert_sinks
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
     ALERTS,
@@ -119,6 +120,8 @@ class PartitionSink:
         future = await topic.send(key=key.encode(), value=orjson.dumps(record))
         if self.state_ref:
             self.state_ref[0].pending.append(future)
+        if stream == ALERTS and self.worker.alert_sinks is not None:
+            self.worker.alert_sinks.offer(record)
 
 
 class AwaitedSink:
@@ -131,6 +134,8 @@ class AwaitedSink:
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
         topic = self.worker.out_topics[stream]
         await (await topic.send(key=key.encode(), value=orjson.dumps(record)))
+        if stream == ALERTS and self.worker.alert_sinks is not None:
+            self.worker.alert_sinks.offer(record)
 
 
 class Worker:
@@ -157,13 +162,11 @@ class Worker:
             for snapshot in baseline_snapshots:
                 self.baselines.restore(orjson.loads(snapshot))
         self.stage = ScoringStage(scoring, self.baselines) if scoring else None
-        self.regression = (
-            InlineRegression(
-                RegressionDetector(scoring.regression), AwaitedSink(self), self.metrics
-            )
-            if scoring
-            else None
-        )
+        self.regression: InlineRegression | None = None
+        if scoring is not None:
+            detector = RegressionDetector(scoring.regression)
+            self.regression = InlineRegression(detector, AwaitedSink(self), self.metrics)
+        self.alert_sinks = build_alert_sinks(scoring, self.metrics) if scoring else None
         self.states: dict[int, PartitionState] = {}
         self.anchors: dict[int, int] = {}
         self.min_generation = -(10**9)
@@ -208,6 +211,8 @@ class Worker:
         app.agent(self.llm_calls, name="join-llm-calls", concurrency=1)(self._join_llm_calls)
         if self.regression is not None:
             app.agent(self.out_topics[OBSERVATIONS], name="detect", concurrency=1)(self._detect)
+        if self.alert_sinks is not None:
+            app.task(self._start_alert_sinks)
         app.timer(settings.sweep_interval_s, name="sweep")(self._sweep)
         app.timer(1.0, name="commit")(self._commit_timer)
         app.timer(5.0, name="lag")(self._report_lag)
@@ -244,6 +249,10 @@ class Worker:
         ref.append(state)
         pipeline.on_result = lambda result: self._closed(state, result)
         return state
+
+    async def _start_alert_sinks(self) -> None:
+        assert self.alert_sinks is not None
+        await self.alert_sinks.start()  # background delivery tasks on the app's loop
 
     async def _persist_baseline(self, sink: PartitionSink, scored: ScoredEpisode) -> None:
         """The key's rolling window to the compacted baselines topic: it survives restarts."""

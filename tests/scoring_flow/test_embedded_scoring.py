@@ -4,6 +4,7 @@ one alert, which resolves when the traffic recovers."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -16,20 +17,25 @@ from assertions.scoring_stage import (
 from assertions.suites import load_suite
 from stream.embedded import run_embedded
 from stream.metrics import PipelineMetrics
+from tests.scoring.http_peer import ScriptedServer
 from tests.scoring_flow.traffic import PHASES, write
 
 
 def test_one_injected_latency_regression_is_one_alert_that_resolves(tmp_path: Path) -> None:
     signals, suite, scoring = write(tmp_path)
     metrics = PipelineMetrics(process=False)
-    run = asyncio.run(
-        run_embedded(
-            [str(signals)],
-            [load_suite(suite)],
-            scoring=load_scoring_settings(scoring),
-            metrics=metrics,
+    with ScriptedServer([503]) as hook:  # the first delivery fails and is retried
+        with scoring.open("a") as f:
+            f.write(f"sinks: [{{kind: webhook, name: hook, url: '{hook.url('/alerts')}'}}]\n")
+        run = asyncio.run(
+            run_embedded(
+                [str(signals)],
+                [load_suite(suite)],
+                scoring=load_scoring_settings(scoring),
+                metrics=metrics,
+            )
         )
-    )
+        delivered = [json.loads(r.body)["alert"] for r in hook.requests]
     assert len(run.results) == sum(count for _, count, _ in PHASES)
     regression = [a for a in run.alerts if a["kind"] == "regression"]
     # One alert: fired once, resolved once; in between only updates (a severity change).
@@ -53,6 +59,12 @@ def test_one_injected_latency_regression_is_one_alert_that_resolves(tmp_path: Pa
             "evalstream_regression_alerts_firing", labels
         )
         assert firing_now in (None, 0.0)
+    # The webhook got the same lifecycle, the failed first attempt retried.
+    assert [a["dedupe_key"] for a in delivered[1:]] == [a["dedupe_key"] for a in regression]
+    assert delivered[0]["dedupe_key"] == regression[0]["dedupe_key"]
+    assert metrics.registry.get_sample_value(
+        "evalstream_alert_sink_failures_total", {"sink": "hook"}
+    ) in (None, 0.0)
     # No baseline: no per-episode alerts, every episode passes.
     assert [a for a in run.alerts if a["kind"] == "episode"] == []
     assert run.exit_code() == 0

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import Deployment, consume, consume_raw, produce
+from tests.scoring.http_peer import ScriptedServer
 from tests.scoring_flow.traffic import PHASES, episodes, write
 
 pytestmark = pytest.mark.kafka
@@ -35,6 +37,9 @@ def test_worker_scores_episodes_and_one_regression_is_one_alert(
     kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
     _, suite, scoring = write(tmp_path)
+    hook = ScriptedServer().__enter__()
+    with scoring.open("a") as f:
+        f.write(f"sinks: [{{kind: slack, name: team, url: '{hook.url('/slack')}'}}]\n")
     dep = Deployment(kafka_broker.bootstrap, tmp_path, [str(suite)])
     dep.extra_env["EVALSTREAM_SCORING"] = str(scoring)
     dep.create_topics()
@@ -68,8 +73,16 @@ def test_worker_scores_episodes_and_one_regression_is_one_alert(
         assert states[0] == "firing"
         assert states[-1] == "resolved", states
         assert set(states[1:-1]) <= {"updated"}, states
+        # The Slack-compatible sink got the lifecycle too (delivered in the background).
+        deadline = time.monotonic() + 20
+        while len(hook.requests) < len(distinct) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        texts = [json.loads(r.body)["text"] for r in hook.requests]
+        assert len(texts) >= len(distinct), texts
+        assert any("latency_p95_ms" in t for t in texts), texts
     finally:
         dep.stop_all()
+        hook.__exit__(None, None, None)
 
 
 def test_rolling_baselines_survive_a_restart(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
