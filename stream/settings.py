@@ -42,6 +42,10 @@ class WorkerSettings(BaseModel):
     scoring: str | None = Field(
         None, description="Scoring settings YAML: score episodes, alert on regressions."
     )
+    nightly: str | None = Field(
+        None, description="Nightly sweep settings YAML: run it on the leader worker by cron."
+    )
+    nightly_cron: str = Field("0 3 * * *", description="When the leader runs the nightly sweep.")
     end_patterns: list[str] = Field(default_factory=lambda: ["harness:end"])
     grace_ms: float = Field(2_000.0, ge=0)
     inactivity_ms: float = Field(300_000.0, gt=0)

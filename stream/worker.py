@@ -30,6 +30,7 @@ import os
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
@@ -38,7 +39,7 @@ from faust.types import TP
 
 from assertions.assembly import CloseReason
 from assertions.baselines import RollingBaselines
-from assertions.errors import SignalDecodeError
+from assertions.errors import InputError, SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable
@@ -213,6 +214,9 @@ class Worker:
             app.agent(self.out_topics[OBSERVATIONS], name="detect", concurrency=1)(self._detect)
         if self.alert_sinks is not None:
             app.task(self._start_alert_sinks)
+        if settings.nightly:
+            # Seed 002's nightly sweep, once per schedule for the whole group: on the leader.
+            app.crontab(settings.nightly_cron, on_leader=True)(self.run_nightly_sweep)
         app.timer(settings.sweep_interval_s, name="sweep")(self._sweep)
         app.timer(1.0, name="commit")(self._commit_timer)
         app.timer(5.0, name="lag")(self._report_lag)
@@ -249,6 +253,25 @@ class Worker:
         ref.append(state)
         pipeline.on_result = lambda result: self._closed(state, result)
         return state
+
+    async def run_nightly_sweep(self) -> int:
+        """One nightly sweep with the settings file of `nightly`; returns its exit code."""
+        from stream.score_sweep import NightlySettings, run_nightly  # noqa: PLC0415
+
+        assert self.settings.nightly is not None
+        try:
+            sweep = NightlySettings.load(self.settings.nightly, {})
+            result = await run_nightly(sweep, now=datetime.now(UTC))
+        except InputError as exc:
+            log.error("nightly sweep failed: %s", exc)
+            return 2
+        log.warning(
+            "nightly sweep: %s episodes, exit code %s, report %s",
+            len(result.run.episodes),
+            result.exit_code,
+            result.markdown_path,
+        )
+        return result.exit_code
 
     async def _start_alert_sinks(self) -> None:
         assert self.alert_sinks is not None
