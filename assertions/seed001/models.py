@@ -45,14 +45,14 @@ CONVENTION_KEYS = (
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-class _File(BaseModel):
+class SeedFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def dump(self) -> str:
         return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2) + "\n"
 
 
-F = TypeVar("F", bound=_File)
+F = TypeVar("F", bound=SeedFile)
 
 
 def load(model: type[F], path: str | Path) -> F:
@@ -63,13 +63,13 @@ def load(model: type[F], path: str | Path) -> F:
 # --- evals.json --------------------------------------------------------------------------
 
 
-class Expectation(_File):
+class Expectation(SeedFile):
     criterion: str = Field(min_length=1)
     description: str = Field(min_length=1)
     required: bool
 
 
-class EvalCase(_File):
+class EvalCase(SeedFile):
     id: str
     prompt: str = Field(min_length=1)
     files: list[str] = Field(default_factory=list)
@@ -101,7 +101,7 @@ class EvalCase(_File):
         raise ValueError(f"case {self.id!r} has no criterion {criterion!r}")
 
 
-class EvalsFile(_File):
+class EvalsFile(SeedFile):
     version: str = "1.0"
     skill: str
     cases: list[EvalCase] = Field(default_factory=list)
@@ -132,7 +132,7 @@ class EvalsFile(_File):
 # --- grading.json ------------------------------------------------------------------------
 
 
-class CriterionResult(_File):
+class CriterionResult(SeedFile):
     criterion: str
     score: int = Field(ge=1, le=5)
     passed: bool
@@ -155,12 +155,12 @@ class CriterionResult(_File):
         )
 
 
-class ConventionCheck(_File):
+class ConventionCheck(SeedFile):
     passed: bool
     details: str = ""
 
 
-class Claim(_File):
+class Claim(SeedFile):
     claim: str
     verified: bool
     evidence: str = ""
@@ -170,7 +170,7 @@ def _mean1(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 1) if values else None
 
 
-class GradingFile(_File):
+class GradingFile(SeedFile):
     case_id: str
     version: int = Field(ge=0)
     run: int = Field(ge=1)
@@ -252,7 +252,7 @@ def build_grading(
 # --- history.json ------------------------------------------------------------------------
 
 
-class Version(_File):
+class Version(SeedFile):
     version: int = Field(ge=0)
     timestamp: str
     description: str = ""
@@ -261,7 +261,7 @@ class Version(_File):
     average_score: float | None = None
 
 
-class HistoryFile(_File):
+class HistoryFile(SeedFile):
     versions: list[Version] = Field(min_length=1)
     current_version: int = Field(ge=0)
 
@@ -288,12 +288,12 @@ class HistoryFile(_File):
 # --- comparison.json (blind A/B) ---------------------------------------------------------
 
 
-class PairScore(_File):
+class PairScore(SeedFile):
     A: int = Field(ge=1, le=10)
     B: int = Field(ge=1, le=10)
 
 
-class ComparisonFile(_File):
+class ComparisonFile(SeedFile):
     eval_prompt: str
     winner: Literal["A", "B"]
     reasoning: str = ""
@@ -322,7 +322,7 @@ def blind_pair(version_x: str, version_y: str, rng: random.Random) -> BlindPair:
 # --- analysis.json -----------------------------------------------------------------------
 
 
-class Suggestion(_File):
+class Suggestion(SeedFile):
     area: str = Field(min_length=1)
     before: str = Field(min_length=1)
     after: str = Field(min_length=1)
@@ -335,7 +335,7 @@ class Suggestion(_File):
         return self
 
 
-class AnalysisFile(_File):
+class AnalysisFile(SeedFile):
     winner_version: str
     loser_version: str
     strengths: list[str] = Field(default_factory=list)

@@ -18,6 +18,7 @@ from assertions.seed001.models import (
     GradingFile,
     HistoryFile,
     Suggestion,
+    SeedFile,
     analysis_from,
     blind_pair,
     build_grading,
@@ -26,7 +27,7 @@ from assertions.seed001.models import (
 
 JSON = Any
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "seed001"
-FILES = {
+FILES: dict[str, type[SeedFile]] = {
     "evals.json": EvalsFile,
     "grading.json": GradingFile,
     "history.json": HistoryFile,
@@ -45,7 +46,7 @@ def test_examples_load_and_round_trip(name: str) -> None:
 
 
 def evals(**case_changes: JSON) -> dict[str, JSON]:
-    data = json.loads((EXAMPLES / "evals.json").read_text())
+    data: dict[str, JSON] = json.loads((EXAMPLES / "evals.json").read_text())
     data["cases"][0].update(case_changes)
     return data
 
@@ -111,7 +112,7 @@ def test_grading_derivations(
 
 
 def grading_data(**changes: JSON) -> dict[str, JSON]:
-    data = json.loads((EXAMPLES / "grading.json").read_text())
+    data: dict[str, JSON] = json.loads((EXAMPLES / "grading.json").read_text())
     data.update(changes)
     return data
 
