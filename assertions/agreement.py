@@ -26,10 +26,10 @@ single unit leaves alpha no expected disagreement to compare with.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Literal
+from typing import Any, Literal
 
 Metric = Literal["nominal", "ordinal", "interval"]
 _Distance = Callable[[object, object], float]
@@ -53,7 +53,7 @@ class Agreement:
 
 
 def krippendorff_alpha(
-    units: Mapping[Hashable, Sequence[float | int | str | bool]], metric: Metric = "nominal"
+    units: Mapping[Any, Sequence[float | int | str | bool]], metric: Metric = "nominal"
 ) -> Agreement:
     """alpha over `units`: unit -> the values its raters gave (missing ratings left out)."""
     coincidences: dict[tuple[object, object], float] = defaultdict(float)
@@ -109,10 +109,22 @@ def _distance(
     return ordinal
 
 
-def percent_agreement(values: Sequence[object]) -> float | None:
-    """Share of rater pairs that gave the same value (None with fewer than two values)."""
+def percent_agreement(values: Sequence[object], within: float = 0.0) -> float | None:
+    """Share of rater pairs that agree: equal values, or numbers at most `within` apart
+    (`within=1` is the "adjacent agreement" usual for Likert rubrics). None with fewer than
+    two values."""
     m = len(values)
     if m < 2:
         return None
-    agreeing = sum(1 for a, b in permutations(values, 2) if a == b)
+    agreeing = sum(1 for a, b in permutations(values, 2) if _close(a, b, within))
     return agreeing / (m * (m - 1))
+
+
+def _close(a: object, b: object, within: float) -> bool:
+    if a == b:
+        return True
+    if isinstance(a, bool) or isinstance(b, bool):
+        return False
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return abs(float(a) - float(b)) <= within
+    return False

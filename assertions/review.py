@@ -5,7 +5,9 @@ and the output to rate, or several outputs to rank) and every rating given so fa
 terminal front end is `evalstream review` (`stream/commands/review.py`); everything here is
 pure: validation of a rating against the scale, what a rater sees (blind mode hides metadata
 and, for rankings, shuffles and relabels the outputs per rater), per-item results and the
-inter-rater agreement (`assertions.agreement`, Krippendorff's alpha).
+inter-rater agreement (`assertions.agreement`: Krippendorff's alpha over the queue; per item the
+share of agreeing rater pairs, within one point on a Likert scale, which flags items for
+adjudication when it falls below `agreement_threshold`).
 
 Scales: `likert` (integers on `range`, labelled), `binary` (true / false), `ranking` (a full
 order of the item's outputs, best first; ties are not supported).
@@ -286,7 +288,9 @@ class ReviewQueue(BaseModel):
                 by_criterion[r.criterion].append(normalised)
                 raw[r.criterion].append(r.value)
         score = _mean_or_none([sum(v) / len(v) for v in by_criterion.values()])
-        agreement = _mean_or_none([percent_agreement(v) for v in raw.values()])
+        # Likert: pairs within one scale point agree ("adjacent agreement"); binary: equal.
+        within = 1.0 if scale.type == "likert" else 0.0
+        agreement = _mean_or_none([percent_agreement(v, within) for v in raw.values()])
         status: Literal["pending", "pass", "fail"] = "pending"
         if not pending and score is not None:
             status = "pass" if score >= self.config.pass_threshold else "fail"
