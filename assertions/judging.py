@@ -18,14 +18,37 @@ JSON = Any
 
 
 @dataclass(frozen=True)
+class JudgeExample:
+    """A calibration (few-shot) example: an output the rubric's author already scored.
+
+    `score` is on the request's scale; `input` is the task that output answered.
+    """
+
+    output: str
+    score: int
+    justification: str = ""
+    input: JSON = None
+
+
+@dataclass(frozen=True)
 class JudgeRequest:
+    """One question to a judge: score `output` on each criterion.
+
+    `scale` is the inclusive integer range of a criterion's score (seed 003: 1-5); a verdict's
+    `score` is the mean criterion score normalised to [0, 1] and compared with `min_score`.
+    `task` is the input the output answered and `expected` a reference answer, both optional.
+    """
+
     criteria: tuple[str, ...]
     output: str
     min_score: float
     rubric: str | None = None
     model: str | None = None
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     task: JSON = None
+    expected: JSON = None
+    examples: tuple[JudgeExample, ...] = ()
+    scale: tuple[int, int] = (1, 5)
 
     def cache_key(self) -> str:
         """Content hash: the same question about the same text is asked once."""
@@ -37,6 +60,9 @@ class JudgeRequest:
                 "model": self.model,
                 "temperature": self.temperature,
                 "task": self.task,
+                "expected": self.expected,
+                "examples": [[e.output, e.score, e.justification, e.input] for e in self.examples],
+                "scale": self.scale,
             },
             option=orjson.OPT_SORT_KEYS,
             default=str,

@@ -1,0 +1,41 @@
+"""Seed 000's graders: code graders (exact match, regex, function output, structural), the
+model grader (through an injected `Judge`) and the shared result type. Re-exports only."""
+
+from assertions.graders.exact_match import ExactMatchConfig, grade_exact_match
+from assertions.graders.function_output import (
+    CodeRunner,
+    FunctionOutputConfig,
+    FunctionTestCase,
+    SandboxLimits,
+    SandboxRun,
+    grade_function_output,
+)
+from assertions.graders.model import ModelGraderConfig, grade_with_model
+from assertions.graders.regex_match import RegexConfig, grade_regex
+from assertions.graders.result import GradeResult
+from assertions.graders.structural import (
+    Difference,
+    StructuralConfig,
+    compare_structures,
+    grade_structural,
+)
+
+__all__ = [
+    "CodeRunner",
+    "Difference",
+    "ExactMatchConfig",
+    "FunctionOutputConfig",
+    "FunctionTestCase",
+    "GradeResult",
+    "ModelGraderConfig",
+    "RegexConfig",
+    "SandboxLimits",
+    "SandboxRun",
+    "StructuralConfig",
+    "compare_structures",
+    "grade_exact_match",
+    "grade_function_output",
+    "grade_regex",
+    "grade_structural",
+    "grade_with_model",
+]

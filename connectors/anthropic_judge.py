@@ -1,0 +1,439 @@
+"""The LLM judge over the Anthropic Messages API (the `anthropic` SDK's async client).
+
+`AnthropicJudge(settings)` implements `assertions.judging.Judge`: it builds the prompt with
+`assertions.judge_prompt`, asks for structured JSON (the API's `output_config` JSON Schema
+format, or a forced `record_verdict` tool call), parses and normalises the verdict, and adds:
+
+- bounded concurrency (`max_concurrency` questions in flight per event loop);
+- retries with exponential back-off and jitter on rate limits (429), overload (529), server
+  errors (5xx) and connection errors; a `retry-after` / `retry-after-ms` header wins over the
+  computed delay (capped at `backoff_max_s`). The SDK's own retries are off, so every attempt
+  and every wait is ours to count and to test (the sleep function is injected);
+- a response cache keyed by the content hash of the question (`JudgeRequest.cache_key`, the
+  prompt version, the effective model and answer format), in memory and optionally on disk;
+  identical questions in flight at once are asked once;
+- cost (from the response's usage and the pricing table) and latency per call, totalled in
+  `stats` and reported to an optional `JudgeObserver` (the stream layer maps it onto its
+  Prometheus metrics, so this module does not depend on `stream/`).
+
+Errors are exceptions (`JudgeError`, `JudgeResponseError`): the caller
+(`stream.offline.resolve_judgements`) turns them into `error` verdicts, never into passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anthropic
+from anthropic.types import Message
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from assertions.errors import EvaluationError
+from assertions.judge_prompt import (
+    PROMPT_VERSION,
+    VERDICT_TOOL,
+    JudgeResponseError,
+    build_prompt,
+    parse_verdict,
+    validate_request,
+)
+from assertions.judging import JudgeRequest, JudgeVerdict
+from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
+from assertions.pricing import PricingTable, Usage, default_pricing
+
+__all__ = [
+    "AnthropicJudge",
+    "JudgeError",
+    "JudgeObserver",
+    "JudgeResponseError",
+    "JudgeSettings",
+    "JudgeStats",
+]
+
+JSON = Any
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+class JudgeError(EvaluationError):
+    """The judge could not be asked (a non-retryable API error, or retries exhausted)."""
+
+
+class JudgeSettings(BaseModel):
+    """How the judge talks to the API. `from_env` reads them from the environment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(
+        DEFAULT_JUDGE_MODEL, description="Model for requests that name none (llm.judge `model`)."
+    )
+    api_key: SecretStr | None = Field(None, description="Falls back to ANTHROPIC_API_KEY.")
+    base_url: str | None = Field(None, description="API base URL (tests: a local server).")
+    max_tokens: int = Field(1024, ge=64, description="Upper bound of the judge's answer.")
+    answer_format: Literal["json_schema", "tool"] = Field(
+        "json_schema",
+        description="`json_schema`: structured output (output_config.format); "
+        "`tool`: a forced `record_verdict` tool call, for models without structured output.",
+    )
+    send_temperature: bool = Field(
+        True,
+        description="Send the request's temperature (default 0); off for models that "
+        "reject the parameter.",
+    )
+    max_concurrency: int = Field(4, ge=1, description="Questions in flight at once.")
+    max_retries: int = Field(4, ge=0, description="Retries after the first attempt.")
+    backoff_initial_s: float = Field(0.5, gt=0)
+    backoff_max_s: float = Field(30.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, description="Per attempt.")
+    cache_dir: str | None = Field(None, description="Persist verdicts here (one JSON per key).")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> JudgeSettings:
+        """ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and EVALSTREAM_JUDGE_<FIELD> (upper case)."""
+        env = os.environ if env is None else env
+        data: dict[str, Any] = {}
+        if env.get("ANTHROPIC_API_KEY"):
+            data["api_key"] = env["ANTHROPIC_API_KEY"]
+        if env.get("ANTHROPIC_BASE_URL"):
+            data["base_url"] = env["ANTHROPIC_BASE_URL"]
+        for name in cls.model_fields:
+            raw = env.get(f"EVALSTREAM_JUDGE_{name.upper()}")
+            if raw is not None:
+                data[name] = raw
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(data)
+
+
+class JudgeObserver(Protocol):
+    """Told about every question: `outcome` is `ok`, `error` or `cached`."""
+
+    def judge_call(self, outcome: str, cost_usd: float, latency_s: float) -> None: ...
+
+
+@dataclass
+class JudgeStats:
+    """Totals since the judge was made (cached answers cost nothing)."""
+
+    calls: int = 0
+    ok: int = 0
+    errors: int = 0
+    cached: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+
+ClientFactory = Callable[[JudgeSettings], anthropic.AsyncAnthropic]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def default_client(settings: JudgeSettings) -> anthropic.AsyncAnthropic:
+    key = settings.api_key.get_secret_value() if settings.api_key else None
+    if key is None:
+        raise JudgeError(
+            "the LLM judge needs an API key: set ANTHROPIC_API_KEY (or JudgeSettings.api_key)"
+        )
+    return anthropic.AsyncAnthropic(
+        api_key=key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s
+    )
+
+
+class AnthropicJudge:
+    """A `Judge` asking a Claude model. Use one instance per process; close with `aclose`."""
+
+    def __init__(
+        self,
+        settings: JudgeSettings | None = None,
+        *,
+        pricing: PricingTable | None = None,
+        observer: JudgeObserver | None = None,
+        client_factory: ClientFactory = default_client,
+        sleep: Sleep = asyncio.sleep,
+        clock: Callable[[], float] = time.perf_counter,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings or JudgeSettings.from_env()
+        self.pricing = pricing or default_pricing()
+        self.observer = observer
+        self.stats = JudgeStats()
+        self._client_factory = client_factory
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._cache: dict[str, JudgeVerdict] = {}
+        self._inflight: dict[str, asyncio.Future[JudgeVerdict]] = {}
+        # The SDK client and the semaphore belong to one event loop; `evalstream check`
+        # runs one loop per call, so they are made again when the loop changes.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._active = 0
+
+    async def __aenter__(self) -> AnthropicJudge:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
+        self._loop = None
+
+    # --- the Judge protocol ----------------------------------------------------------------
+
+    async def judge(self, request: JudgeRequest) -> JudgeVerdict:
+        try:
+            validate_request(request)
+        except ValueError as exc:
+            raise JudgeError(f"invalid judge request: {exc}") from exc
+        key = self.cache_key(request)
+        cached = self._cache.get(key) or self._read_disk(key)
+        if cached is not None:
+            return self._served_from_cache(key, cached)
+        inflight = self._inflight.get(key)
+        if inflight is not None:
+            return self._served_from_cache(key, await asyncio.shield(inflight))
+        future: asyncio.Future[JudgeVerdict] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            verdict = await self._ask(request)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # marked as retrieved: waiters re-raise it, nobody else must
+            raise
+        finally:
+            del self._inflight[key]
+        future.set_result(verdict)
+        self._cache[key] = verdict
+        self._write_disk(key, verdict)
+        return verdict
+
+    def cache_key(self, request: JudgeRequest) -> str:
+        """The request's content hash, the prompt version, the effective model and format."""
+        model = request.model or self.settings.model
+        blob = f"{PROMPT_VERSION}\0{model}\0{self.settings.answer_format}\0{request.cache_key()}"
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    # --- one question ------------------------------------------------------------------------
+
+    async def _ask(self, request: JudgeRequest) -> JudgeVerdict:
+        model = request.model or self.settings.model
+        params = self._params(request, model)
+        client, semaphore = self._loop_state()
+        self._active += 1
+        try:
+            async with semaphore:
+                return await self._ask_once(client, params, request, model)
+        finally:
+            self._active -= 1
+            if self._active == 0 and self._client is client:
+                # Idle: close the connection pool now. A later question (perhaps on another
+                # event loop) opens a new one; nothing is left for the garbage collector.
+                self._client = None
+                await client.close()
+
+    async def _ask_once(
+        self,
+        client: anthropic.AsyncAnthropic,
+        params: dict[str, JSON],
+        request: JudgeRequest,
+        model: str,
+    ) -> JudgeVerdict:
+        started = self._clock()
+        cost = 0.0
+        try:
+            message = await self._create(client, params)
+            usage = _usage(message)
+            cost = self.pricing.cost(model, usage) or 0.0
+            self.stats.input_tokens += usage.input_tokens
+            self.stats.output_tokens += usage.output_tokens
+            verdict = parse_verdict(self._answer(message), request)
+        except BaseException:
+            self._count("error", cost, self._clock() - started)
+            raise
+        latency = self._clock() - started
+        self._count("ok", cost, latency)
+        return replace(verdict, cost_usd=cost, latency_ms=latency * 1000.0)
+
+    def _params(self, request: JudgeRequest, model: str) -> dict[str, JSON]:
+        prompt = build_prompt(request)
+        params: dict[str, JSON] = {
+            "model": model,
+            "max_tokens": self.settings.max_tokens,
+            "system": prompt.system,
+            "messages": [{"role": "user", "content": prompt.user}],
+        }
+        if self.settings.answer_format == "json_schema":
+            params["output_config"] = {"format": {"type": "json_schema", "schema": prompt.schema}}
+        else:
+            params["tools"] = [
+                {
+                    "name": VERDICT_TOOL,
+                    "description": "Record the grading verdict.",
+                    "input_schema": prompt.schema,
+                }
+            ]
+            params["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
+        if self.settings.send_temperature and request.temperature is not None:
+            # This SDK version has no `temperature` argument; the API still takes it.
+            params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    async def _create(self, client: anthropic.AsyncAnthropic, params: dict[str, JSON]) -> Message:
+        attempt = 0
+        while True:
+            try:
+                return await client.messages.create(**params)
+            except anthropic.APIStatusError as exc:
+                if not _retryable(exc) or attempt >= self.settings.max_retries:
+                    raise JudgeError(_describe(exc, attempt)) from exc
+                delay = self._backoff(attempt, exc.response.headers)
+            except anthropic.APIConnectionError as exc:
+                if attempt >= self.settings.max_retries:
+                    raise JudgeError(_describe(exc, attempt)) from exc
+                delay = self._backoff(attempt, None)
+            attempt += 1
+            self.stats.retries += 1
+            await self._sleep(delay)
+
+    def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> float:
+        server = _retry_after(headers) if headers is not None else None
+        if server is not None:
+            return min(server, self.settings.backoff_max_s)
+        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2.0**attempt)
+        return ceiling * (0.5 + 0.5 * self._rng.random())  # jitter spreads a thundering herd
+
+    def _answer(self, message: Message) -> str | dict[str, JSON]:
+        if message.stop_reason == "max_tokens":
+            raise JudgeResponseError(
+                f"the judge's answer was cut at max_tokens={self.settings.max_tokens}; "
+                "raise EVALSTREAM_JUDGE_MAX_TOKENS"
+            )
+        for block in message.content:
+            if block.type == "tool_use" and block.name == VERDICT_TOOL:
+                return dict(block.input) if isinstance(block.input, dict) else {}
+        text = "".join(block.text for block in message.content if block.type == "text")
+        if not text:
+            raise JudgeResponseError("the judge's answer has neither text nor a verdict tool call")
+        return text
+
+    # --- bookkeeping -------------------------------------------------------------------------
+
+    def _loop_state(self) -> tuple[anthropic.AsyncAnthropic, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.settings.max_concurrency)
+            self._client = None
+            self._loop = loop
+        if self._client is None:
+            self._client = self._client_factory(self.settings)
+        return self._client, self._semaphore
+
+    def _served_from_cache(self, key: str, verdict: JudgeVerdict) -> JudgeVerdict:
+        self._cache[key] = verdict
+        self._count("cached", 0.0, 0.0)
+        return replace(verdict, cost_usd=0.0, latency_ms=0.0)
+
+    def _count(self, outcome: str, cost: float, latency_s: float) -> None:
+        stats = self.stats
+        stats.calls += 1
+        if outcome == "ok":
+            stats.ok += 1
+        elif outcome == "error":
+            stats.errors += 1
+        else:
+            stats.cached += 1
+        stats.cost_usd += cost
+        stats.latency_s += latency_s
+        if self.observer is not None:
+            self.observer.judge_call(outcome, cost, latency_s)
+
+    def _disk_path(self, key: str) -> Path | None:
+        return Path(self.settings.cache_dir) / f"{key}.json" if self.settings.cache_dir else None
+
+    def _read_disk(self, key: str) -> JudgeVerdict | None:
+        path = self._disk_path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text("utf-8"))
+            return JudgeVerdict(
+                score=float(data["score"]),
+                reasoning=str(data.get("reasoning", "")),
+                criteria_scores={str(k): float(v) for k, v in data["criteria_scores"].items()},
+                cost_usd=float(data.get("cost_usd", 0.0)),
+                latency_ms=float(data.get("latency_ms", 0.0)),
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # a damaged cache entry is asked again, not trusted
+
+    def _write_disk(self, key: str, verdict: JudgeVerdict) -> None:
+        path = self._disk_path(key)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(asdict(verdict), sort_keys=True), "utf-8")
+        os.replace(temporary, path)
+
+
+def _usage(message: Message) -> Usage:
+    u = message.usage
+    cache_read = u.cache_read_input_tokens or 0
+    cache_write = u.cache_creation_input_tokens or 0
+    return Usage(
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        total_tokens=u.input_tokens + u.output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def _retryable(exc: anthropic.APIStatusError) -> bool:
+    should = exc.response.headers.get("x-should-retry")
+    if should in ("true", "false"):
+        return should == "true"
+    return exc.status_code in RETRYABLE_STATUS
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait: `retry-after-ms`, else `retry-after` (seconds or date)."""
+    with contextlib.suppress(ValueError):
+        if "retry-after-ms" in headers:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000.0)
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, float(parsedate_to_datetime(raw).timestamp()) - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _describe(exc: anthropic.APIError, retries: int) -> str:
+    after = f" after {retries} retries" if retries else ""
+    if isinstance(exc, anthropic.APIStatusError):
+        return f"judge call failed{after}: HTTP {exc.status_code}: {exc.message}"
+    return f"judge call failed{after}: {type(exc).__name__}: {exc}"
