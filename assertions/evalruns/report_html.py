@@ -276,7 +276,11 @@ def comparison_html(c: Comparison) -> str:
         _card(pct(b.pass_rate), "baseline pass rate", "baseline-pass-rate"),
         _card(pct(k.pass_rate), "candidate pass rate", "candidate-pass-rate"),
         _card(signed_pct(s.pass_rate_delta), "pass rate Δ"),
-        _card(str(len(c.regressions)), "regressions", "regression-count"),
+        _card(
+            str(len(c.regressions)),
+            f"regressions ({sum(1 for r in c.regressions if r.severity == 'critical')} critical)",
+            "regression-count",
+        ),
         _card(str(len(c.improvements)), "improvements"),
         _card(signed_pct(s.cost_delta_pct), "cost per case Δ"),
         _card(signed_pct(s.avg_latency_delta_pct), "latency Δ"),

@@ -65,7 +65,7 @@ def paired_chart(title: str, rows: Sequence[tuple[str, float, float, str, str]])
     top = 40
     pair_h = 28
     height = top + pair_h * max(1, len(rows)) + 8
-    width = LABEL_W + BAR_W + VALUE_W
+    width = LABEL_W + BAR_W + 2 * VALUE_W
     parts = [
         f'<svg class="chart" role="img" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg">',
