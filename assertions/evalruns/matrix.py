@@ -4,7 +4,9 @@
   cost per case first; byLatency: lowest average latency first. A variant without the figure
   (nothing completed) sorts last.
 - paretoFrontier: variants no other variant dominates on (pass rate ↑, cost ↓, latency ↓):
-  as good on all three and strictly better on one.
+  as good on all three and clearly better on one. Cost and latency differences within
+  compare()'s default thresholds (10 %, and 50 ms for latency) count as ties, so timing
+  jitter of a fast agent does not put a worse variant on the frontier.
 - recommendation: the frontier variant with the highest pass rate, ties broken by cost then
   latency. Confidence: `high` when its pass rate beats every other variant's with
   statistical support (Newcombe's interval of the difference excludes 0) or it is at least as
@@ -78,11 +80,27 @@ def _latency(v: VariantResult) -> float:
     return _INF if x is None else x
 
 
+RELATIVE_TIE = 0.10
+LATENCY_TIE_MS = 50.0
+
+
+def _order(x: float, y: float, *, floor: float = 0.0) -> int:
+    """-1 when x is clearly lower than y, 1 when clearly higher, 0 for a tie."""
+    if x == y:
+        return 0
+    if _INF in (x, y):
+        return -1 if x < y else 1
+    gap = abs(x - y)
+    if gap <= floor or gap <= RELATIVE_TIE * min(abs(x), abs(y)):
+        return 0
+    return -1 if x < y else 1
+
+
 def _dominates(a: VariantResult, b: VariantResult) -> bool:
-    ra, rb = a.result.pass_rate, b.result.pass_rate
-    no_worse = ra >= rb and _cost(a) <= _cost(b) and _latency(a) <= _latency(b)
-    better = ra > rb or _cost(a) < _cost(b) or _latency(a) < _latency(b)
-    return no_worse and better
+    rate = (a.result.pass_rate > b.result.pass_rate) - (a.result.pass_rate < b.result.pass_rate)
+    cost = -_order(_cost(a), _cost(b))
+    latency = -_order(_latency(a), _latency(b), floor=LATENCY_TIE_MS)
+    return min(rate, cost, latency) >= 0 and max(rate, cost, latency) > 0
 
 
 def _pooled(v: VariantResult) -> tuple[int, int]:
@@ -166,8 +184,8 @@ def recommend(
 def _equal(a: VariantResult, b: VariantResult) -> bool:
     return (
         a.result.pass_rate == b.result.pass_rate
-        and _cost(a) == _cost(b)
-        and _latency(a) == _latency(b)
+        and _order(_cost(a), _cost(b)) == 0
+        and _order(_latency(a), _latency(b), floor=LATENCY_TIE_MS) == 0
     )
 
 
