@@ -7,6 +7,8 @@
     │   └── PricingError            a pricing table that does not load
     ├── EvaluationError             raised inside an evaluator; becomes an `error` verdict
     │   └── RegexTimeoutError       a regular expression exceeded its time bound
+    ├── TargetError                 an agent under evaluation failed (raised, exited non-zero,
+    │                               answered HTTP 5xx, wrote bad signals); the sample errors
     └── KafkaLauncherError          (stream.dev_kafka) the dev/test broker could not start
 
 Control flow is not an error: a duplicate or late signal is a return status, not an exception.
@@ -74,3 +76,11 @@ class EvaluationError(EvalstreamError):
 
 class RegexTimeoutError(EvaluationError):
     """A regular expression ran longer than its bound (a pathological pattern or input)."""
+
+
+class TargetError(EvalstreamError):
+    """A target (the agent run for a dataset case) failed; `kind` is `target` or `signals`."""
+
+    def __init__(self, message: str, *, kind: str = "target") -> None:
+        super().__init__(message)
+        self.kind = kind

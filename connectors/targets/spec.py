@@ -1,0 +1,29 @@
+"""Target specs as written on the command line and in variants.yaml.
+
+    module:function | path/to/file.py:function    a Python callable (sync or async)
+    http://host:port/path | https://…             an HTTP endpoint (POST per case)
+    cmd:COMMAND ARGS…                             a subprocess (JSONL signals on stdout)
+
+Relative paths (files, commands' working directory) are resolved against `base_dir`: the
+current directory for `--target`, the variants file's directory for variants.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from connectors.targets.base import Target
+from connectors.targets.http_target import HttpTarget
+from connectors.targets.python_callable import CallableTarget
+from connectors.targets.subprocess_target import SubprocessTarget
+
+
+def parse_target(spec: str, base_dir: str | Path = ".") -> Target:
+    spec = spec.strip()
+    if spec.startswith(("http://", "https://")):
+        return HttpTarget(spec)
+    if spec.startswith("cmd:"):
+        return SubprocessTarget(spec[4:].strip(), cwd=base_dir)
+    if spec.startswith("python:"):
+        spec = spec[len("python:") :]
+    return CallableTarget(spec, base_dir=base_dir)

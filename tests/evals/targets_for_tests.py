@@ -1,0 +1,73 @@
+"""Small targets for runner tests (imported as `tests.evals.targets_for_tests:NAME`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from connectors.targets.recorder import Recorder
+
+# What the targets observed, for the tests to check (reset by each test).
+EVENTS: list[str] = []
+ATTEMPTS: dict[str, int] = {}
+
+
+def echo(case_input: dict[str, Any]) -> str:
+    """Sync, no recorder: the output is the return value."""
+    return str(case_input.get("say", ""))
+
+
+async def slow_async(case_input: dict[str, Any], recorder: Recorder) -> str:
+    """Sleeps `sleep` seconds; records whether it was cancelled or finished."""
+    name = str(case_input.get("name", "?"))
+    EVENTS.append(f"start {name}")
+    recorder.emit("work:started", {"name": name})
+    if case_input.get("marker"):  # tells a test in another process that this case started
+        Path(str(case_input["marker"])).write_text(name)
+    try:
+        await asyncio.sleep(float(case_input.get("sleep", 0)))
+    except asyncio.CancelledError:
+        EVENTS.append(f"cancelled {name}")
+        raise
+    EVENTS.append(f"done {name}")
+    return f"finished {name}"
+
+
+def slow_sync(case_input: dict[str, Any], recorder: Recorder) -> str:
+    """A blocking target that calls the recorder between steps (so it can be stopped)."""
+    name = str(case_input.get("name", "?"))
+    try:
+        for step in range(int(case_input.get("steps", 1))):
+            recorder.emit("step", {"n": step})
+            time.sleep(float(case_input.get("step_s", 0.01)))
+    except BaseException as exc:
+        EVENTS.append(f"stopped {name} by {type(exc).__name__}")
+        raise
+    EVENTS.append(f"done {name}")
+    return f"finished {name}"
+
+
+def flaky(case_input: dict[str, Any], recorder: Recorder) -> str:
+    """Raises on the first `fail_times` attempts of a case, then answers."""
+    key = f"{recorder.case_id}:{recorder.attrs.get('sample')}"
+    ATTEMPTS[key] = ATTEMPTS.get(key, 0) + 1
+    if ATTEMPTS[key] <= int(case_input.get("fail_times", 0)):
+        raise ConnectionError(f"upstream unavailable (attempt {ATTEMPTS[key]})")
+    return str(case_input.get("say", "ok"))
+
+
+def returns_signals(case_input: dict[str, Any]) -> dict[str, Any]:
+    """Returns its signals instead of using the recorder."""
+    return {
+        "signals": [
+            {"name": "agent:activated", "payload": {"agent": "solo"}, "timestamp": 1000},
+            {"name": "tool:call", "payload": {"name": "Read", "input": {}}, "timestamp": 1001},
+        ],
+        "output": case_input.get("say"),
+    }
+
+
+def raises(case_input: dict[str, Any]) -> str:
+    raise ValueError("the agent crashed")
