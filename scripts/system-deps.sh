@@ -12,6 +12,8 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # Validates docker-compose.yml offline (`docker-compose config`); no Docker engine needed.
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+# amtool validates deploy/alertmanager/alertmanager.yml.
+command -v amtool >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing system packages: ${need[*]} (install them, or run as root)" >&2
@@ -20,5 +22,8 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
   # Debian's package may start a system Prometheus on :9090; the tests start their own.
-  if command -v service >/dev/null 2>&1; then service prometheus stop >/dev/null 2>&1 || true; fi
+  if command -v service >/dev/null 2>&1; then
+    service prometheus stop >/dev/null 2>&1 || true
+    service prometheus-alertmanager stop >/dev/null 2>&1 || true
+  fi
 fi

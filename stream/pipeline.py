@@ -132,6 +132,7 @@ class Pipeline:
 
         `now` overrides the clock for this message (the Kafka worker passes the record's
         timestamp, so closing decisions follow the log). Returns the signals it carried."""
+        started = time.perf_counter()
         self.metrics.signals.labels(env.topic).inc()
         try:
             signals = self.decode(env)
@@ -140,6 +141,7 @@ class Pipeline:
             return []
         for sig in signals:
             await self.handle_signal(sig, env, now)
+        self.metrics.evaluation_latency.observe(time.perf_counter() - started)
         return signals
 
     def decode(self, env: Envelope) -> list[Signal]:

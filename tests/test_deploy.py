@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -36,3 +37,101 @@ def test_compose_stack_creates_topics_before_two_workers() -> None:
         suites = services[worker]["environment"]["EVALSTREAM_SUITES"].split(",")
         for suite in suites:
             assert (REPO / suite.removeprefix("/app/")).exists(), suite
+
+
+def services() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
+    return loaded
+
+
+def binary(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: run scripts/system-deps.sh")
+    return found
+
+
+def run_tool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_stack_has_every_service() -> None:
+    assert {
+        "kafka",
+        "topics",
+        "worker-1",
+        "worker-2",
+        "gateway",
+        "prometheus",
+        "alertmanager",
+        "grafana",
+    } <= set(services())
+
+
+def test_every_mounted_file_exists() -> None:
+    mounts = 0
+    for name, service in services().items():
+        for volume in service.get("volumes", []):
+            source = str(volume).split(":")[0]
+            if source.startswith("./"):
+                assert (REPO / source).exists(), f"{name} mounts missing {source}"
+                mounts += 1
+    assert mounts >= 4
+
+
+def test_prometheus_scrapes_the_compose_services_and_loads_the_rules() -> None:
+    config = yaml.safe_load((REPO / "deploy/prometheus/prometheus.yml").read_text())
+    jobs = {j["job_name"]: j["static_configs"][0]["targets"] for j in config["scrape_configs"]}
+    svc = services()
+    for target in jobs["evalstream-worker"] + jobs["evalstream-gateway"]:
+        host, port = target.split(":")
+        assert host in svc, target
+        env = svc[host].get("environment", {})
+        command = " ".join(svc[host].get("command", []))
+        assert port in (env.get("EVALSTREAM_METRICS_PORT"), "8080"), target
+        if host == "gateway":
+            assert f"--port {port}" in command
+    [manager] = config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
+    assert manager.split(":")[0] in svc
+    promtool = binary("promtool")
+    for name in ("prometheus.yml", "prometheus.local.yml"):
+        proc = run_tool(promtool, "check", "config", f"deploy/prometheus/{name}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "rules found" in proc.stdout  # the rule files were found and parsed
+
+
+def test_alert_rules_pass_their_unit_tests() -> None:
+    promtool = binary("promtool")
+    rules = sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "deploy/prometheus/rules").glob("*.yml")
+    )
+    tests = sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "deploy/prometheus/tests").glob("*.yml")
+    )
+    checked = run_tool(promtool, "check", "rules", *rules)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = run_tool(promtool, "test", "rules", *tests)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_alertmanager_config_is_valid() -> None:
+    proc = run_tool(binary("amtool"), "check-config", "deploy/alertmanager/alertmanager.yml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_grafana_loads_the_generated_dashboards_from_its_mount() -> None:
+    grafana = services()["grafana"]
+    mounts = {str(v).split(":")[0]: str(v).split(":")[1] for v in grafana["volumes"]}
+    target = mounts["./deploy/grafana/dashboards"]
+    provider = yaml.safe_load(
+        (REPO / "deploy/grafana/provisioning/dashboards/evalstream.yml").read_text()
+    )
+    assert provider["providers"][0]["options"]["path"] == target
+    assert mounts["./deploy/grafana/provisioning"] == "/etc/grafana/provisioning"
+    home = grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert (REPO / "deploy/grafana/dashboards" / Path(home).name).exists()
+    datasource = yaml.safe_load(
+        (REPO / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text()
+    )["datasources"][0]
+    assert datasource["url"] == "http://prometheus:9090"
+    assert "prometheus" in services()

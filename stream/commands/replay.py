@@ -1,9 +1,433 @@
-"""Placeholder until this capability's commands land."""
+"""`evalstream record` and `evalstream replay`.
+
+record:  a topic (or a slice: --from-time/--to-time, --offset, --partition, --follow) into a
+         JSONL recording (zstd when the file name ends in .zst).
+replay:  recordings or a topic slice into `check` (a report), `embedded` (live results and
+         /metrics) or a `topic` (a worker evaluates it); `--mode live` re-issues the
+         recorded LLM requests to a candidate model and scores it against the recording.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import click
+from aiokafka.errors import KafkaError
+from rich.console import Console
+
+from assertions.errors import InputError
+from connectors.kafka_io import TopicReader, TopicSlice, TopicWriter
+from connectors.recording import EpisodeRename
+from stream.record import parse_offsets, parse_time, progress_bar, record_topic, stop_on_signals
+from stream.replay import (
+    FileSource,
+    Pacer,
+    PipelineTarget,
+    Source,
+    TopicSource,
+    TopicTarget,
+    replay,
+)
+from stream.settings import load_settings
+
+INTERRUPTED = 130
+FORMATS = ("table", "json", "markdown", "junit")
+
+
+def _user_error(message: str) -> click.ClickException:
+    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
+
+    return UserError(message)
+
+
+def _broker(broker: str | None) -> str:
+    try:
+        return load_settings(None, os.environ, {"broker": broker}).broker
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
+
+
+def slice_options(func: Callable[..., None]) -> Callable[..., None]:
+    """Which part of a topic to read; shared by `record` and `replay --from-topic`."""
+    options = [
+        click.option(
+            "--from-time",
+            help="First timestamp: RFC 3339, epoch ms, `now`, or a duration ago (2h, 7d).",
+        ),
+        click.option("--to-time", help="Stop before this timestamp (same forms)."),
+        click.option(
+            "--offset",
+            "offsets",
+            multiple=True,
+            help="Start offset: OFFSET for every partition or PARTITION:OFFSET (repeatable).",
+        ),
+        click.option(
+            "--partition",
+            "partitions",
+            type=int,
+            multiple=True,
+            help="Read only this partition (repeatable; default: all).",
+        ),
+        click.option("--broker", help="Kafka bootstrap servers (EVALSTREAM_BROKER)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _slice(
+    *,
+    topic: str,
+    from_time: str | None,
+    to_time: str | None,
+    offsets: tuple[str, ...],
+    partitions: tuple[int, ...],
+    follow: bool = False,
+) -> TopicSlice:
+    if follow and to_time:
+        raise _user_error("--follow reads until Ctrl-C; it cannot be combined with --to-time")
+    try:
+        return TopicSlice(
+            topic=topic,
+            partitions=list(partitions) or None,
+            start_offsets=parse_offsets(offsets),
+            start_ms=parse_time(from_time) if from_time else None,
+            end_ms=parse_time(to_time) if to_time else None,
+            follow=follow,
+        )
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
+
+
+@click.command()
+@click.argument("topic")
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False, writable=True),
+    help="Recording file; a name ending in .zst is zstd-compressed.",
+)
+@slice_options
+@click.option("--follow", is_flag=True, help="Keep recording new messages until Ctrl-C.")
+@click.option(
+    "--compress/--no-compress",
+    default=None,
+    help="zstd-compress the file (default: when its name ends in .zst).",
+)
+def record(
+    *,
+    topic: str,
+    out: str,
+    from_time: str | None,
+    to_time: str | None,
+    offsets: tuple[str, ...],
+    partitions: tuple[int, ...],
+    broker: str | None,
+    follow: bool,
+    compress: bool | None,
+) -> None:
+    """Copy TOPIC (or a slice of it) into a recording file, one message per line.
+
+    Without --to-time or --follow it stops at the end offsets seen at start. Ctrl-C stops
+    cleanly: the file holds every message read so far and is valid."""
+    bootstrap = _broker(broker)
+    slice_ = _slice(
+        topic=topic,
+        from_time=from_time,
+        to_time=to_time,
+        offsets=offsets,
+        partitions=partitions,
+        follow=follow,
+    )
+    console = Console(stderr=True)
+    try:
+        summary = asyncio.run(
+            record_topic(bootstrap, slice_, out, compress=compress, console=console)
+        )
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
+    except KafkaError as exc:
+        raise _user_error(f"cannot read {topic!r} from Kafka at {bootstrap}: {exc}") from exc
+    planned = "" if summary.planned is None else f" of {summary.planned} planned"
+    stopped = (
+        " (stopped by signal; the file is complete up to there)" if summary.interrupted else ""
+    )
+    click.echo(
+        f"recorded {summary.written}{planned} messages of {topic} to {out}{stopped}", err=True
+    )
+    if summary.interrupted and not follow:
+        sys.exit(INTERRUPTED)
+
+
+def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
+    """The evaluation options of `check`, with suites optional (a topic replay needs none)."""
+    options = [
+        click.option(
+            "--suite",
+            "-s",
+            "suites",
+            multiple=True,
+            type=click.Path(dir_okay=False),
+            help="Suite YAML file (repeatable; needed for --into check/embedded).",
+        ),
+        click.option("--pricing", type=click.Path(exists=True, dir_okay=False)),
+        click.option("--end-signal", "end_signals", multiple=True),
+        click.option("--grace-ms", type=float, default=2000.0, show_default=True),
+        click.option("--inactivity-ms", type=float, default=300_000.0, show_default=True),
+        click.option("--reorder-ms", type=float, default=0.0, show_default=True),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@click.command("replay")
+@click.argument("recordings", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--from-topic", help="Replay a slice of this topic instead of recordings.")
+@slice_options
+@click.option(
+    "--into",
+    type=click.Choice(["check", "embedded", "topic"]),
+    default="check",
+    show_default=True,
+    help="check: a report; embedded: live results and /metrics; topic: produce to --topic.",
+)
+@click.option("--topic", "to_topic", help="Target topic of --into topic.")
+@click.option(
+    "--mode",
+    type=click.Choice(["dry", "live"]),
+    default="dry",
+    show_default=True,
+    help="dry: re-evaluate the recorded signals; live: re-issue the recorded LLM requests.",
+)
+@click.option("--episode-prefix", default="", help="Prefix every episode id (key and field).")
+@click.option("--episode-suffix", default="", help="Suffix every episode id (key and field).")
+@click.option(
+    "--speed",
+    type=float,
+    default=None,
+    help="Reproduce the original timing at this factor (2 = twice as fast); "
+    "default: as fast as possible.",
+)
+@click.option(
+    "--timestamps",
+    type=click.Choice(["original", "now"]),
+    default="original",
+    show_default=True,
+    help="Timestamps of messages produced by --into topic.",
+)
+@_suite_options
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, writable=True))
+@click.option("--metrics-port", type=int, default=0, help="embedded: serve /metrics here.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option("--base-url", help="live: Messages API base URL of the candidate (or the proxy).")
+@click.option("--model", help="live: the candidate model (default: each request's own).")
+@click.option(
+    "--api-key-env",
+    default="ANTHROPIC_API_KEY",
+    show_default=True,
+    help="live: environment variable holding the API key.",
+)
+@click.option(
+    "--concurrency", type=int, default=4, show_default=True, help="live: episodes at once."
+)
+def replay_command(
+    *,
+    recordings: tuple[str, ...],
+    from_topic: str | None,
+    from_time: str | None,
+    to_time: str | None,
+    offsets: tuple[str, ...],
+    partitions: tuple[int, ...],
+    broker: str | None,
+    into: str,
+    to_topic: str | None,
+    mode: str,
+    episode_prefix: str,
+    episode_suffix: str,
+    speed: float | None,
+    timestamps: str,
+    fmt: str,
+    out: str | None,
+    metrics_port: int,
+    metrics_host: str,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str,
+    concurrency: int,
+    **evaluation: Any,
+) -> None:
+    """Replay RECORDINGS (or --from-topic with a slice) with the current suites.
+
+    Episode ids can be rewritten so a replay never merges with live episodes."""
+    if bool(recordings) == bool(from_topic):
+        raise _user_error("give recording files or --from-topic TOPIC (exactly one of them)")
+    if speed is not None and speed <= 0:
+        raise _user_error(f"--speed {speed}: use a factor > 0 (omit it for as fast as possible)")
+    rename = EpisodeRename(episode_prefix, episode_suffix)
+    topic_slice = None
+    if from_topic:
+        topic_slice = _slice(
+            topic=from_topic,
+            from_time=from_time,
+            to_time=to_time,
+            offsets=offsets,
+            partitions=partitions,
+        )
+    if mode == "live":
+        from stream.commands.live_replay import run_live  # noqa: PLC0415 - live mode only
+
+        run_live(
+            recordings=recordings,
+            from_topic=from_topic,
+            topic_slice=topic_slice,
+            broker=broker,
+            rename=rename,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            fmt=fmt,
+            out=out,
+            evaluation=evaluation,
+        )
+        return
+    if into == "topic":
+        if not to_topic:
+            raise _user_error("--into topic needs --topic NAME (the topic to produce to)")
+        bootstrap = _broker(broker)
+        target: Any = TopicTarget(
+            TopicWriter(bootstrap, to_topic, keep_timestamps=timestamps == "original")
+        )
+    else:
+        if not evaluation["suites"]:
+            raise _user_error(f"--into {into} evaluates: pass --suite FILE (repeatable)")
+        target = _pipeline_target(into, evaluation, metrics_port, metrics_host)
+    console = Console(stderr=True)
+    try:
+        summary = asyncio.run(
+            _run(
+                recordings=recordings,
+                topic_slice=topic_slice,
+                broker=broker,
+                target=target,
+                rename=rename,
+                pacer=Pacer(speed),
+                console=console,
+            )
+        )
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
+    except KafkaError as exc:
+        raise _user_error(f"Kafka error: {exc}") from exc
+    stopped = " (stopped by signal)" if summary.interrupted else ""
+    where = f"topic {to_topic}" if into == "topic" else into
+    click.echo(f"replayed {summary.sent} messages into {where}{stopped}", err=True)
+    if isinstance(target, PipelineTarget):
+        _print_report(target, into, fmt, out)
+    if summary.interrupted:
+        sys.exit(INTERRUPTED)
+    if isinstance(target, PipelineTarget):
+        sys.exit(target.report().exit_code())
+
+
+def _pipeline_target(
+    into: str, evaluation: dict[str, Any], metrics_port: int, metrics_host: str
+) -> PipelineTarget:
+    from stream.cli import load_common  # noqa: PLC0415 - stream.cli imports this module
+    from stream.embedded import ConsoleSink, EmbeddedRun, serve_metrics  # noqa: PLC0415
+    from stream.metrics import PipelineMetrics  # noqa: PLC0415
+
+    loaded = load_common(**evaluation)
+    metrics = PipelineMetrics(process=into == "embedded")
+    sink = None
+    if into == "embedded":
+        sink = ConsoleSink(Console(), EmbeddedRun())
+        if metrics_port:
+            try:
+                serve_metrics(metrics, metrics_port, metrics_host)
+            except OSError as exc:
+                raise _user_error(
+                    f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc}; "
+                    "pass another --metrics-port"
+                ) from exc
+    return PipelineTarget(
+        loaded.suites, rules=loaded.rules, pricing=loaded.pricing, metrics=metrics, sink=sink
+    )
+
+
+async def _run(
+    *,
+    recordings: tuple[str, ...],
+    topic_slice: TopicSlice | None,
+    broker: str | None,
+    target: Any,
+    rename: EpisodeRename,
+    pacer: Pacer,
+    console: Console,
+) -> Any:
+    source: Source
+    if topic_slice is not None:
+        reader = TopicReader(_broker(broker), topic_slice)
+        await reader.start()
+        source = TopicSource(reader)
+    else:
+        source = FileSource(recordings)
+    halt = asyncio.Event()
+    with (
+        stop_on_signals(halt),
+        progress_bar(console, source.total, f"replaying ({source.unit})") as progress,
+    ):
+        task = progress.add_task("replay", total=source.total)
+        return await replay(
+            source,
+            target,
+            rename=rename,
+            pacer=pacer,
+            halt=halt,
+            on_message=lambda: progress.update(task, completed=source.completed()),
+        )
+
+
+def _print_report(target: PipelineTarget, into: str, fmt: str, out: str | None) -> None:
+    from assertions.reports.check_report import (  # noqa: PLC0415
+        render_json,
+        render_junit,
+        render_markdown,
+    )
+    from stream.table import print_table  # noqa: PLC0415
+
+    report = target.report()
+    if into == "embedded" and out is None and fmt == "table":
+        s = report.summary  # the results were printed as they came
+        Console().print(
+            f"{s.passed} passed, {s.failed} failed, {s.errors} errors, "
+            f"{s.unevaluated} unevaluated of {s.episodes} episodes; "
+            f"{len(report.rejected)} dead letters"
+        )
+        return
+    if fmt == "table":
+        if out is None:
+            print_table(report, Console())
+        else:
+            with open(out, "w", encoding="utf-8") as handle:
+                print_table(report, Console(file=handle, width=140, no_color=True))
+        return
+    render = {"json": render_json, "markdown": render_markdown, "junit": render_junit}[fmt]
+    text = render(report)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        Path(out).write_text(text, encoding="utf-8")
 
 
 def register(group: click.Group) -> None:
-    del group
+    group.add_command(record)
+    group.add_command(replay_command)
