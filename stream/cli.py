@@ -28,6 +28,7 @@ from assertions.schema import suite_json_schema
 from assertions.suites import Suite, load_suite
 from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
+from stream.commands.gateway import embedded_gateway_settings
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.metrics import PipelineMetrics
@@ -196,19 +197,28 @@ def check(
     help="Serve /metrics here; 0 turns it off.",
 )
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--gateway-port",
+    type=int,
+    default=0,
+    help="Also serve the HTTP gateway here, feeding this runtime (0 = off; "
+    "EVALSTREAM_GATEWAY_* settings apply, no token needed unless tokens are configured).",
+)
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
     follow: bool,
     metrics_port: int,
     metrics_host: str,
+    gateway_port: int,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
 
-    SOURCES are JSONL files, or `-` for standard input (the default).
+    SOURCES are JSONL files, or `-` for standard input (the default without --gateway-port).
     """
     loaded = load_common(suites, **common)
+    gateway = embedded_gateway_settings(gateway_port) if gateway_port else None
     metrics = PipelineMetrics()
     if metrics_port:
         try:
@@ -222,13 +232,14 @@ def up(
     try:
         run = asyncio.run(
             run_embedded(
-                list(sources) or ["-"],
+                list(sources) or ([] if gateway else ["-"]),
                 loaded.suites,
                 rules=loaded.rules,
                 pricing=loaded.pricing,
                 follow=follow,
                 metrics=metrics,
                 console=console,
+                gateway=gateway,
             )
         )
     except InputError as exc:

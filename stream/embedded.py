@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from prometheus_client import start_http_server
 from rich.console import Console
 from rich.text import Text
@@ -25,6 +26,7 @@ from assertions.judging import Judge
 from assertions.pricing import PricingTable
 from assertions.results import EpisodeResult, Summary
 from assertions.suites import Suite
+from connectors.gateway import GatewaySettings, OutRecord, Unavailable, create_gateway_app
 from stream.metrics import PipelineMetrics
 from stream.pipeline import DLQ, EPISODES, VERDICTS, Envelope, Pipeline
 
@@ -128,10 +130,12 @@ async def run_embedded(
     metrics: PipelineMetrics | None = None,
     console: Console | None = None,
     run: EmbeddedRun | None = None,
+    gateway: GatewaySettings | None = None,
 ) -> EmbeddedRun:
-    """Runs until the sources end (never, when following); `run` collects results live."""
+    """Runs until the sources end (never, when following or serving the gateway); `run`
+    collects results live. `gateway`: also serve the HTTP gateway, feeding this pipeline."""
     run = run if run is not None else EmbeddedRun()
-    live = follow or "-" in sources
+    live = follow or "-" in sources or gateway is not None
     pipeline = Pipeline(
         suites,
         ConsoleSink(console, run),
@@ -158,13 +162,16 @@ async def run_embedded(
         try:
             await asyncio.gather(*(produce(p) for p in sources))
         finally:
-            await queue.put(None)
+            if gateway is None:
+                await queue.put(None)
 
     async def ticker() -> None:
         while True:
             await asyncio.sleep(TICK_SECONDS)
             await pipeline.tick()
 
+    server = _gateway_server(gateway, queue) if gateway is not None else None
+    serving = asyncio.create_task(server.serve()) if server is not None else None
     producer = asyncio.create_task(produce_all())
     tick = asyncio.create_task(ticker()) if live else None
     try:
@@ -172,6 +179,10 @@ async def run_embedded(
             await pipeline.handle(env)
         await producer  # re-raises a source error (e.g. an unreadable file)
     finally:
+        if server is not None and serving is not None:
+            server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
         if tick is not None:
             tick.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -181,6 +192,51 @@ async def run_embedded(
             await producer
         await pipeline.drain()
     return run
+
+
+class PipelineFeed:
+    """The in-process `Publisher`: the gateway's records go straight into the embedded
+    pipeline's queue. A batch is taken whole or refused (503) when the queue lacks room."""
+
+    def __init__(self, queue: asyncio.Queue[Envelope | None]) -> None:
+        self.queue = queue
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def publish(self, records: Sequence[OutRecord]) -> None:
+        free = self.queue.maxsize - self.queue.qsize() if self.queue.maxsize else len(records)
+        if free < len(records):
+            raise Unavailable(
+                "buffer_full", f"the pipeline queue has room for {free} of {len(records)} records"
+            )
+        for record in records:
+            self.queue.put_nowait(
+                Envelope(topic=record.stream, value=record.value, key=record.key.encode())
+            )
+
+    async def ready(self) -> bool:
+        return True
+
+
+class _EmbeddedServer(uvicorn.Server):
+    # The embedded runtime owns Ctrl-C (asyncio.run cancels it, and it drains the pipeline).
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _gateway_server(
+    settings: GatewaySettings, queue: asyncio.Queue[Envelope | None]
+) -> uvicorn.Server:
+    app = create_gateway_app(settings, PipelineFeed(queue))
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level="warning", access_log=False
+    )
+    return _EmbeddedServer(config)
 
 
 def serve_metrics(metrics: PipelineMetrics, port: int, host: str = "127.0.0.1") -> None:
