@@ -56,6 +56,7 @@ from connectors.gateway.settings import GatewaySettings
 from connectors.gateway.tenancy import Caller
 from connectors.otlp_decode import ValueLimits
 from connectors.otlp_genai import otlp_signals
+from connectors.store_episode_codec import episode_to_signals
 
 JSON = Any
 PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
@@ -191,7 +192,7 @@ def create_gateway_app(
     tokens: TokenStore | None = None,
     pricing: PricingTable | None = None,
     upstream_transport: httpx.AsyncBaseTransport | None = None,
-    episode_codec: EpisodeCodec | None = None,
+    episode_codec: EpisodeCodec | None = None,  # default: seed 002's episode-store shape
     manage_publisher: bool = True,
 ) -> FastAPI:
     """The gateway app. `manage_publisher`: start/stop the publisher with the app."""
@@ -264,6 +265,8 @@ def _add_error_handlers(app: FastAPI, metrics: GatewayMetrics, retry_after_s: in
 
 
 def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | None) -> None:
+    codec: EpisodeCodec = episode_codec or episode_to_signals
+
     @app.post(
         "/v1/signals",
         summary="Native signals (JSON array, one object, or NDJSON)",
@@ -299,10 +302,14 @@ def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | 
     async def post_episodes(request: Request) -> Response:
         caller = gw.caller(request)
         items = await gw.items(request)
-        if episode_codec is None:
-            raise Rejected(404, "not_available", "episode ingestion is not configured")
-        records = converted_records(items, episode_codec, caller, gw.encoder, "episode")
-        return await gw.accept(records)
+        fallback = header_episode(request)
+
+        def convert(obj: JSON) -> list[Signal]:
+            if fallback and isinstance(obj, dict) and not obj.get("episode_id"):
+                obj = {**obj, "episode_id": fallback}
+            return codec(obj)
+
+        return await gw.accept(converted_records(items, convert, caller, gw.encoder, "episode"))
 
     @app.post(
         "/v1/litellm",
