@@ -81,7 +81,8 @@ def decode_content(body: bytes, encoding: str | None, limits: Limits) -> bytes:
     if enc in ("", "identity"):
         return body
     if enc in ("gzip", "x-gzip", "deflate"):
-        wbits = 47 if enc != "deflate" else 15  # 47: gzip or zlib header, auto-detected
+        # gzip: 47 detects a gzip or zlib header; deflate: zlib-wrapped (0x78...) or raw
+        wbits = 47 if enc != "deflate" else (15 if body[:1] == b"\x78" else -15)
         inflater = zlib.decompressobj(wbits)
         try:
             out = inflater.decompress(body, limits.max_body_bytes + 1)
