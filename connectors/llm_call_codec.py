@@ -6,7 +6,8 @@ Two shapes are accepted on the llm-calls topic:
   attrs?}
 - the AIR record of seed 002's gateway: {run_id, trace_id, timestamp, model, provider,
   endpoint, tokens: {prompt, completion, total}, duration_ms, status, error?}; it names no
-  episode, so the episode id comes from the record's `episode_id` or the message key.
+  episode, so the episode id comes from the record's `episode_id` or the message key
+  (`attrs` and `agent`, when a gateway adds them, are kept as in the native shape).
 """
 
 from __future__ import annotations
@@ -127,5 +128,7 @@ def _air(obj: dict[str, JSON], episode_id: str | None) -> list[Signal]:
             }
         },
         "input": {"endpoint": obj.get("endpoint"), "trace_id": obj.get("trace_id")},
+        "attrs": obj.get("attrs"),  # e.g. the tenant a gateway stamped on the record
+        "agent": obj.get("agent"),
     }
     return _native(native, episode_id)

@@ -29,6 +29,7 @@ from assertions.scoring_stage import load_scoring_settings
 from assertions.suites import Suite, load_suite
 from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
+from stream.commands.gateway import embedded_gateway_settings
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.metrics import PipelineMetrics
@@ -214,6 +215,13 @@ def check(
     type=click.Path(exists=True, dir_okay=False),
     help="Scoring settings YAML: score closed episodes against baselines, raise alerts.",
 )
+@click.option(
+    "--gateway-port",
+    type=int,
+    default=0,
+    help="Also serve the HTTP gateway here, feeding this runtime (0 = off; "
+    "EVALSTREAM_GATEWAY_* settings apply, no token needed unless tokens are configured).",
+)
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
@@ -223,12 +231,13 @@ def up(
     kafka: str | None,
     topic_prefix: str,
     scoring: str | None,
+    gateway_port: int,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
 
-    SOURCES are JSONL files, or `-` for standard input (the default). With --kafka, run the
-    worker on that broker instead (same stages, same results).
+    SOURCES are JSONL files, or `-` for standard input (the default without --gateway-port).
+    With --kafka, run the worker on that broker instead (same stages, same results).
     """
     loaded = load_common(suites, **common)
     try:
@@ -240,6 +249,7 @@ def up(
             kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host, scoring
         )
         return
+    gateway = embedded_gateway_settings(gateway_port) if gateway_port else None
     metrics = PipelineMetrics()
     if metrics_port:
         try:
@@ -253,7 +263,7 @@ def up(
     try:
         run = asyncio.run(
             run_embedded(
-                list(sources) or ["-"],
+                list(sources) or ([] if gateway else ["-"]),
                 loaded.suites,
                 rules=loaded.rules,
                 pricing=loaded.pricing,
@@ -261,6 +271,7 @@ def up(
                 metrics=metrics,
                 console=console,
                 scoring=scoring_settings,
+                gateway=gateway,
             )
         )
     except InputError as exc:

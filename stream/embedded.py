@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import uvicorn
 from prometheus_client import start_http_server
 from rich.console import Console
 from rich.text import Text
@@ -27,6 +28,7 @@ from assertions.regression import RegressionDetector
 from assertions.results import EpisodeResult, Summary
 from assertions.scoring_stage import ScoringSettings, ScoringStage
 from assertions.suites import Suite
+from connectors.gateway import GatewaySettings, OutRecord, Unavailable, create_gateway_app
 from stream.alerting import AlertFanout, build_alert_sinks
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
@@ -151,16 +153,18 @@ async def run_embedded(
     console: Console | None = None,
     run: EmbeddedRun | None = None,
     scoring: ScoringSettings | None = None,
+    gateway: GatewaySettings | None = None,
 ) -> EmbeddedRun:
-    """Runs until the sources end (never, when following); `run` collects results live.
+    """Runs until the sources end (never, when following or serving the gateway); `run`
+    collects results live. `gateway`: also serve the HTTP gateway, feeding this pipeline.
 
     With `scoring`, closed episodes are scored against their baselines, per-episode alert
     rules apply and windowed regressions are detected in-process."""
     run = run if run is not None else EmbeddedRun()
-    live = follow or "-" in sources
+    live = follow or "-" in sources or gateway is not None
     metrics = metrics or PipelineMetrics(process=False)
-    sink: Sink = ConsoleSink(console, run)
     alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
+    sink: Sink = ConsoleSink(console, run)
     if alert_sinks is not None:
         sink = AlertFanout(sink, alert_sinks)
         await alert_sinks.start()
@@ -173,12 +177,7 @@ async def run_embedded(
         metrics=metrics,
         on_result=run.results.append,
         event_time=not live,
-        scoring=ScoringStage(scoring, scoring.baseline_store()) if scoring else None,
-        regression=(
-            InlineRegression(RegressionDetector(scoring.regression), sink, metrics)
-            if scoring
-            else None
-        ),
+        **_scoring_stages(scoring, sink, metrics),
     )
     queue: asyncio.Queue[Envelope | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
 
@@ -196,13 +195,16 @@ async def run_embedded(
         try:
             await asyncio.gather(*(produce(p) for p in sources))
         finally:
-            await queue.put(None)
+            if gateway is None:
+                await queue.put(None)
 
     async def ticker() -> None:
         while True:
             await asyncio.sleep(TICK_SECONDS)
             await pipeline.tick()
 
+    server = _gateway_server(gateway, queue) if gateway is not None else None
+    serving = asyncio.create_task(server.serve()) if server is not None else None
     producer = asyncio.create_task(produce_all())
     tick = asyncio.create_task(ticker()) if live else None
     try:
@@ -210,17 +212,80 @@ async def run_embedded(
             await pipeline.handle(env)
         await producer  # re-raises a source error (e.g. an unreadable file)
     finally:
-        if tick is not None:
-            tick.cancel()
+        if server is not None and serving is not None:
+            server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):
-                await tick
-        producer.cancel()
-        with contextlib.suppress(asyncio.CancelledError, InputError):
-            await producer
+                await serving
+        await _cancel(tick, producer)
         await pipeline.drain()
         if alert_sinks is not None:
             await alert_sinks.close()  # delivers what is queued, within its drain timeout
     return run
+
+
+async def _cancel(*tasks: asyncio.Task[None] | None) -> None:
+    for task in tasks:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, InputError):
+                await task
+
+
+def _scoring_stages(
+    scoring: ScoringSettings | None, sink: Sink, metrics: PipelineMetrics
+) -> dict[str, Any]:
+    """The pipeline's scoring stage and in-process regression detection, when configured."""
+    if scoring is None:
+        return {}
+    return {
+        "scoring": ScoringStage(scoring, scoring.baseline_store()),
+        "regression": InlineRegression(RegressionDetector(scoring.regression), sink, metrics),
+    }
+
+
+class PipelineFeed:
+    """The in-process `Publisher`: the gateway's records go straight into the embedded
+    pipeline's queue. A batch is taken whole or refused (503) when the queue lacks room."""
+
+    def __init__(self, queue: asyncio.Queue[Envelope | None]) -> None:
+        self.queue = queue
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def publish(self, records: Sequence[OutRecord]) -> None:
+        free = self.queue.maxsize - self.queue.qsize() if self.queue.maxsize else len(records)
+        if free < len(records):
+            raise Unavailable(
+                "buffer_full", f"the pipeline queue has room for {free} of {len(records)} records"
+            )
+        for record in records:
+            self.queue.put_nowait(
+                Envelope(topic=record.stream, value=record.value, key=record.key.encode())
+            )
+
+    async def ready(self) -> bool:
+        return True
+
+
+class _EmbeddedServer(uvicorn.Server):
+    # The embedded runtime owns Ctrl-C (asyncio.run cancels it, and it drains the pipeline).
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _gateway_server(
+    settings: GatewaySettings, queue: asyncio.Queue[Envelope | None]
+) -> uvicorn.Server:
+    app = create_gateway_app(settings, PipelineFeed(queue))
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_level="warning", access_log=False
+    )
+    return _EmbeddedServer(config)
 
 
 def serve_metrics(metrics: PipelineMetrics, port: int, host: str = "127.0.0.1") -> None:

@@ -1,9 +1,113 @@
-"""Placeholder until this capability's commands land."""
+"""`evalstream gateway` (the HTTP gateway on Kafka) and `evalstream gateway-token`."""
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
 import click
+
+from assertions.errors import InputError
+from connectors.gateway import (
+    GatewaySettings,
+    KafkaPublisher,
+    create_gateway_app,
+    load_gateway_settings,
+)
+from connectors.gateway.auth import TENANT_RE, new_token, stored_form
+
+
+def _user_error(message: str) -> click.ClickException:
+    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
+
+    return UserError(message)
+
+
+def embedded_gateway_settings(port: int) -> GatewaySettings:
+    """Settings of the gateway inside `evalstream up`: anonymous unless tokens are set."""
+    try:
+        settings = load_gateway_settings(None, os.environ, {"port": port})
+        if not settings.tokens_file and not settings.tokens:
+            settings = settings.model_copy(update={"allow_anonymous": True})
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
+    return settings
 
 
 def register(group: click.Group) -> None:
-    del group
+    @group.command()
+    @click.option(
+        "--config",
+        "config_file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Gateway settings YAML (keys as in docs/gateway.md).",
+    )
+    @click.option("--host", help="Interface (EVALSTREAM_GATEWAY_HOST; default 127.0.0.1).")
+    @click.option("--port", type=int, help="Port (EVALSTREAM_GATEWAY_PORT; default 8788).")
+    @click.option("--broker", help="Kafka bootstrap servers (EVALSTREAM_BROKER).")
+    @click.option("--topic-prefix", help="Topic name prefix (EVALSTREAM_TOPIC_PREFIX).")
+    @click.option(
+        "--tokens-file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Tenants and token hashes (EVALSTREAM_GATEWAY_TOKENS_FILE).",
+    )
+    @click.option(
+        "--anthropic-upstream",
+        help="Where the Messages API proxy forwards (EVALSTREAM_GATEWAY_ANTHROPIC_UPSTREAM).",
+    )
+    @click.option(
+        "--allow-anonymous",
+        is_flag=True,
+        default=None,
+        help="Accept requests without a token (no tenants; for local use only).",
+    )
+    @click.option("--log-level", default="warning", show_default=True)
+    def gateway(config_file: str | None, log_level: str, **overrides: Any) -> None:
+        """Serve the HTTP gateway: ingest API, OTLP traces, Anthropic recording proxy.
+
+        Every accepted request was acknowledged by Kafka (acks=all) before the answer."""
+        import uvicorn  # noqa: PLC0415 - only this command serves HTTP
+
+        try:
+            settings = load_gateway_settings(config_file, os.environ, overrides)
+            publisher = KafkaPublisher(
+                settings.broker,
+                settings.topic,
+                publish_timeout_s=settings.publish_timeout_s,
+                buffer_bytes=settings.buffer_bytes,
+            )
+            app = create_gateway_app(settings, publisher)
+        except InputError as exc:
+            raise _user_error(str(exc)) from exc
+        click.echo(
+            f"evalstream gateway on http://{settings.host}:{settings.port} "
+            f"-> Kafka {settings.broker} (topics {settings.topic_prefix}signals, "
+            f"{settings.topic_prefix}llm-calls)",
+            err=True,
+        )
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_level=log_level,
+            access_log=False,  # paths carry episode ids; the metrics count requests instead
+        )
+
+    @group.command("gateway-token")
+    @click.argument("tenant")
+    def gateway_token(tenant: str) -> None:
+        """Make a new random token for TENANT; prints the token and its tokens-file line.
+
+        Give the token to the tenant; put only the hash in the gateway's tokens file."""
+        if not TENANT_RE.match(tenant):
+            raise _user_error(
+                f"tenant {tenant!r}: use 1-64 letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit"
+            )
+        token = new_token()
+        sys.stdout.write(
+            f"token: {token}\n"
+            "tokens file entry:\n"
+            f"tenants:\n  {tenant}:\n    - {stored_form(token)}\n"
+        )
