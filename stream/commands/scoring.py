@@ -18,6 +18,7 @@ import click
 import orjson
 
 from assertions.errors import InputError
+from assertions.evalruns.reports import is_eval_run, render_eval_report
 from assertions.reports.score_report import FORMATS, render_markdown, render_score_report
 from assertions.score_run import SCORE_NAMES, ScoreRun
 from connectors.episode_store import EpisodeStoreClient, EpisodeStoreError
@@ -30,6 +31,9 @@ from stream.score_sweep import (
 
 T = TypeVar("T")
 DEFAULT_STORE = "http://localhost:8100"
+
+
+REPORT_FORMATS = ("markdown", "json", "junit", "html")
 
 
 def _user_error(message: str) -> click.ClickException:
@@ -258,17 +262,31 @@ def score(files: tuple[str, ...], output: str | None, markdown: str | None, **op
 @click.command()
 @click.argument("results", type=click.Path(exists=True, dir_okay=False))
 @click.option(
-    "--format", "-f", "fmt", type=click.Choice(FORMATS), default="markdown", show_default=True
+    "--format",
+    "-f",
+    "fmt",
+    type=click.Choice(REPORT_FORMATS),
+    default="markdown",
+    show_default=True,
+    help="markdown and json for every kind; junit and html for dataset runs and comparisons.",
 )
 @click.option("--out", "-o", type=click.Path(dir_okay=False, writable=True))
 def report(results: str, fmt: str, out: str | None) -> None:
-    """Render a results file of `evalstream score` as Markdown or JSON."""
+    """Render a results file: of `evalstream score` (kind score-run), or of `eval`, `matrix`
+    and `compare` (dataset runs, matrix runs, comparisons)."""
     try:
         obj = orjson.loads(Path(results).read_bytes())
     except orjson.JSONDecodeError as exc:
         raise _user_error(f"{results}: not valid JSON: {exc}") from exc
     try:
-        text = render_score_report(obj, fmt)
+        if is_eval_run(obj):
+            text = render_eval_report(obj, "md" if fmt == "markdown" else fmt)
+        elif fmt in FORMATS:
+            text = render_score_report(obj, fmt)
+        else:
+            raise InputError(
+                f"format {fmt!r} is for dataset runs; a score run renders as {' or '.join(FORMATS)}"
+            )
     except InputError as exc:
         raise _user_error(f"{results}: {exc}") from exc
     if out:

@@ -231,3 +231,17 @@ def test_ctrl_c_keeps_the_finished_cases(tmp_path: Path) -> None:
     assert statuses[:2] == ["passed", "passed"]
     assert statuses[2:] == ["skipped", "skipped"]
     assert "2/2 cases passed" in stdout
+
+
+def test_report_renders_dataset_runs_too(evalstream: Run, runs: dict[str, Path]) -> None:
+    """`evalstream report` takes every results file: here a dataset run, in all formats."""
+    md = evalstream("report", str(runs["hasty"]))
+    assert md.returncode == 0, md.stderr
+    assert "**7/10 evaluated cases passed — pass rate 70.0%**" in md.stdout
+    junit = evalstream("report", str(runs["hasty"]), "-f", "junit").stdout
+    suite = ET.fromstring(junit).find("testsuite")
+    assert suite is not None
+    assert suite.get("failures") == "3"
+    html = evalstream("report", str(runs["hasty"]), "-f", "html")
+    assert html.returncode == 0
+    assert html.stdout.lstrip().lower().startswith("<!doctype html>")
