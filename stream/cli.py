@@ -32,6 +32,7 @@ from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
+from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.offline import check_files
 from stream.settings import TOPIC_NAMES, WorkerSettings, load_settings
@@ -164,6 +165,7 @@ def check(
             loaded.suites,
             rules=loaded.rules,
             pricing=loaded.pricing,
+            judge=make_judge(pricing=loaded.pricing),
             episode_id=episode_id,
         )
     except InputError as exc:
@@ -270,6 +272,7 @@ def up(
                 follow=follow,
                 metrics=metrics,
                 console=console,
+                judge=make_judge(metrics, pricing=loaded.pricing),
                 scoring=scoring_settings,
                 gateway=gateway,
             )

@@ -50,6 +50,7 @@ from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_s
 from assertions.suites import Suite, SuiteSet
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
+from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
     ALERTS,
@@ -636,6 +637,11 @@ def run_worker(
             settings.metrics_port, addr=settings.metrics_host, registry=metrics.registry
         )
     worker = Worker(
-        settings, suites, pricing=pricing, metrics=metrics, baseline_snapshots=snapshots
+        settings,
+        suites,
+        pricing=pricing,
+        metrics=metrics,
+        baseline_snapshots=snapshots,
+        judge=make_judge(metrics, pricing=pricing),
     )
     faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop).execute_from_commandline()
