@@ -1,11 +1,141 @@
-"""Live replay (placeholder until implemented)."""
+"""`evalstream replay --mode live`: the recorded LLM requests, re-issued to a candidate."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
+import click
+from rich.console import Console
+from rich.table import Table
 
-def run_live(**options: Any) -> None:
-    from stream.cli import UserError  # noqa: PLC0415
+from assertions.errors import InputError
+from connectors.kafka_io import TopicReader, TopicSlice
+from connectors.messages_replay import MessagesClient
+from connectors.recording import EpisodeRename
+from stream.live_replay import DEFAULT_SUFFIX, LiveReplayer, LiveReport
+from stream.record import stop_on_signals
+from stream.replay import FileSource, Source, TopicSource
 
-    raise UserError("--mode live is not implemented yet")
+
+def _user_error(message: str) -> click.ClickException:
+    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports the commands
+
+    return UserError(message)
+
+
+def run_live(
+    *,
+    recordings: tuple[str, ...],
+    topic_slice: TopicSlice | None,
+    broker: str | None,
+    rename: EpisodeRename,
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str,
+    concurrency: int,
+    fmt: str,
+    out: str | None,
+    evaluation: dict[str, Any],
+) -> None:
+    from stream.cli import load_common  # noqa: PLC0415
+    from stream.commands.replay import _broker  # noqa: PLC0415
+
+    if not base_url:
+        raise _user_error(
+            "--mode live needs --base-url: the candidate's Messages API (or the recording proxy)"
+        )
+    if not evaluation["suites"]:
+        raise _user_error("--mode live evaluates both runs: pass --suite FILE (repeatable)")
+    if fmt not in ("table", "json"):
+        raise _user_error(f"--mode live reports as table or json, not {fmt!r}")
+    loaded = load_common(**evaluation)
+    client = MessagesClient(base_url, api_key=os.environ.get(api_key_env), model=model)
+    replayer = LiveReplayer(
+        client,
+        loaded.suites,
+        rename=rename if rename else EpisodeRename(suffix=DEFAULT_SUFFIX),
+        rules=loaded.rules,
+        pricing=loaded.pricing,
+        variant=model or "candidate",
+        concurrency=concurrency,
+    )
+
+    async def run() -> LiveReport:
+        source: Source
+        if topic_slice is not None:
+            reader = TopicReader(_broker(broker), topic_slice)
+            await reader.start()
+            source = TopicSource(reader)
+        else:
+            source = FileSource(recordings)
+        halt = asyncio.Event()
+        try:
+            with stop_on_signals(halt):
+                return await replayer.run(source, halt)
+        finally:
+            await client.close()
+
+    try:
+        report = asyncio.run(run())
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
+    if fmt == "json":
+        import orjson  # noqa: PLC0415
+
+        text = orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n"
+        if out:
+            Path(out).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+    elif out:
+        with open(out, "w", encoding="utf-8") as handle:
+            _print_table(report, Console(file=handle, width=160, no_color=True))
+    else:
+        _print_table(report, Console())
+    summary = report.to_json()["summary"]
+    click.echo(
+        f"live replay: {summary['passed']} of {summary['episodes']} candidate episodes passed; "
+        f"{summary['reissued_calls']} calls re-issued, {summary['failed_calls']} failed",
+        err=True,
+    )
+    sys.exit(130 if report.interrupted else report.exit_code())
+
+
+def _fmt(value: float | None, pct: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.1f}%" if pct else f"{value:.2f}"
+
+
+def _print_table(report: LiveReport, console: Console) -> None:
+    table = Table(title="evalstream replay --mode live")
+    for column in (
+        "candidate",
+        "status",
+        "overall",
+        "correct",
+        "cost Δ",
+        "latency Δ",
+        "tools",
+        "safety",
+        "alerts",
+    ):
+        table.add_column(column, overflow="fold")
+    for p in report.pairs:
+        s = p.scores
+        table.add_row(
+            p.candidate.episode_id,
+            "passed" if p.passed else "failed",
+            _fmt(s.overall),
+            _fmt(s.correctness),
+            _fmt(s.cost_delta_pct, pct=True),
+            _fmt(s.latency_delta_pct, pct=True),
+            _fmt(s.tool_match),
+            _fmt(s.safety),
+            ", ".join(f"{a.severity.value} {a.dimension}" for a in p.alerts) or "—",
+        )
+    console.print(table)

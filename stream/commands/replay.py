@@ -286,7 +286,6 @@ def replay_command(
 
         run_live(
             recordings=recordings,
-            from_topic=from_topic,
             topic_slice=topic_slice,
             broker=broker,
             rename=rename,

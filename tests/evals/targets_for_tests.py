@@ -71,3 +71,44 @@ def returns_signals(case_input: dict[str, Any]) -> dict[str, Any]:
 
 def raises(case_input: dict[str, Any]) -> str:
     raise ValueError("the agent crashed")
+
+
+def claude_agent(case_input: dict[str, Any]) -> str:
+    """Calls Claude twice (JSON, then streamed) with a client it builds itself: no recorder,
+    no http_client; the runner's instrumentation records the calls."""
+    import anthropic  # noqa: PLC0415 - only this target needs the SDK
+
+    client = anthropic.Anthropic(base_url=case_input["base_url"], api_key="test", max_retries=0)
+    with client:
+        return _ask_twice(client, case_input)
+
+
+def _ask_twice(client: Any, case_input: dict[str, Any]) -> str:
+    first = client.messages.create(
+        model="claude-haiku-4-5",
+        max_tokens=50,
+        messages=[{"role": "user", "content": str(case_input["question"])}],
+    )
+    answer = "".join(b.text for b in first.content if b.type == "text")
+    with client.messages.stream(
+        model="claude-opus-4-5",
+        max_tokens=50,
+        messages=[{"role": "user", "content": f"Polish: {answer}"}],
+    ) as stream:
+        final = stream.get_final_message()
+    return "".join(b.text for b in final.content if b.type == "text")
+
+
+async def async_claude_agent(case_input: dict[str, Any]) -> str:
+    import anthropic  # noqa: PLC0415
+
+    client = anthropic.AsyncAnthropic(
+        base_url=case_input["base_url"], api_key="test", max_retries=0
+    )
+    reply = await client.messages.create(
+        model="claude-haiku-4-5",
+        max_tokens=50,
+        messages=[{"role": "user", "content": str(case_input["question"])}],
+    )
+    await client.close()
+    return "".join(b.text for b in reply.content if b.type == "text")
