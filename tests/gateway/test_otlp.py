@@ -294,7 +294,9 @@ def test_openinference_spans_map_like_genai_ones() -> None:
                 "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.content": "Sure.",
                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
-                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"id": 7}',
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": (
+                    '{"id": 7}'
+                ),
             },
             parent="eee19b7ec3c1b174",
         ),
