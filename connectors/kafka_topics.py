@@ -7,13 +7,18 @@ a different partition count is an error that says how to fix it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from assertions.errors import InputError
+
+
+METADATA_WAIT_S = 15.0
 
 
 class TopicMismatchError(InputError):
@@ -50,8 +55,7 @@ async def ensure_topics(
                         for t in missing
                     ]
                 )
-        described = await admin.describe_topics(wanted)
-        counts = {d["topic"]: len(d["partitions"]) for d in described}
+        counts = await _partition_counts(admin, wanted)
     finally:
         await admin.close()
     for topic in wanted:
@@ -62,3 +66,15 @@ async def ensure_topics(
                 "use the existing count (EVALSTREAM_PARTITIONS) or recreate the topic"
             )
     return counts
+
+
+async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> dict[str, int]:
+    """Partition count per topic. Right after creation the metadata may not list a new
+    topic's partitions yet (0): asked again for a bounded while before it counts."""
+    deadline = time.monotonic() + METADATA_WAIT_S
+    while True:
+        described = await admin.describe_topics(topics)
+        counts = {d["topic"]: len(d["partitions"]) for d in described}
+        if all(counts.get(t, 0) > 0 for t in topics) or time.monotonic() > deadline:
+            return counts
+        await asyncio.sleep(0.2)
