@@ -17,7 +17,6 @@ from aiokafka.errors import TopicAlreadyExistsError
 
 from assertions.errors import InputError
 
-
 METADATA_WAIT_S = 15.0
 
 
