@@ -27,6 +27,8 @@ def build_alert_sinks(settings: ScoringSettings, metrics: PipelineMetrics) -> Al
         del reason  # the counter is per sink; the sink logs and keeps the reason in its stats
         metrics.alert_sink_failures.labels(sink).inc()
 
+    for spec in settings.sinks:  # every sink's failure series exists from the start
+        metrics.alert_sink_failures.labels(str(spec["name"]))
     return AlertSinks(
         make_sink(
             str(spec["kind"]),

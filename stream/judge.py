@@ -17,8 +17,12 @@ from stream.metrics import PipelineMetrics
 class PrometheusJudgeObserver:
     """Maps judge calls onto `evalstream_judge_calls{outcome}`, `_cost_usd` and `_latency`."""
 
+    OUTCOMES = ("ok", "error", "cached")
+
     def __init__(self, metrics: PipelineMetrics) -> None:
         self.metrics = metrics
+        for outcome in self.OUTCOMES:  # every series exists from the start (rate() works)
+            metrics.judge_calls.labels(outcome=outcome)
 
     def judge_call(self, outcome: str, cost_usd: float, latency_s: float) -> None:
         self.metrics.judge_calls.labels(outcome=outcome).inc()

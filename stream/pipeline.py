@@ -15,15 +15,17 @@ from typing import Any, Protocol
 
 import orjson
 
-from assertions.alert_rules import EpisodeAlert
+from assertions.alert_rules import EpisodeAlert, Severity
 from assertions.assembly import Accept, ClosedEpisode, CloseReason, CloseRules, EpisodeAssembler
 from assertions.errors import SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable, default_pricing
 from assertions.records import DeadLetter, episode_record, verdict_record
+from assertions.regression import METRICS as REGRESSION_METRICS
 from assertions.regression import AlertEvent, AlertState, Observation, RegressionDetector
 from assertions.results import EpisodeResult
+from assertions.scoring import DIMENSIONS
 from assertions.scoring_stage import ScoredEpisode, ScoringStage
 from assertions.signals import Signal, signal_from_obj
 from assertions.suites import Suite, SuiteSet
@@ -36,6 +38,7 @@ VERDICTS, EPISODES, ALERTS, DLQ = "verdicts", "episodes", "alerts", "dlq"
 # Internal streams of the worker: scored episodes for the regression windows, and rolling
 # baseline snapshots (a compacted topic keyed by baseline key).
 OBSERVATIONS, BASELINES = "observations", "baselines"
+ALERT_DIMENSIONS = (*DIMENSIONS, "overall")
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_576
 
 
@@ -119,6 +122,10 @@ class Pipeline:
         self.on_result = on_result
         self.event_time = event_time
         self.scoring = scoring
+        if scoring is not None:
+            for severity in Severity:
+                for dimension in ALERT_DIMENSIONS:
+                    self.metrics.episode_alerts.labels(severity.value, dimension)
         self.regression = regression
         self.on_scored = on_scored
         self.agent_labels = BoundedLabels()
@@ -286,7 +293,8 @@ class Pipeline:
     async def _emit_scored(self, result: EpisodeResult, scored: ScoredEpisode) -> None:
         obs = scored.observation
         agent, variant = self.agent_labels(obs.agent_id), self.agent_labels(obs.variant)
-        for name, value in scored.scores.dimensions().items():
+        values = {**scored.scores.dimensions(), "overall": scored.scores.overall}
+        for name, value in values.items():
             if value is not None:
                 self.metrics.scores.labels(name, agent, variant).observe(value)
         for name, delta in (
@@ -313,6 +321,9 @@ class InlineRegression:
         self.sink = sink
         self.metrics = metrics
         self.severity: dict[str, str] = {}  # alert key -> the severity it is counted under
+        for severity in Severity:  # a bounded label set, all present from the start
+            for metric in REGRESSION_METRICS:
+                metrics.alerts_firing.labels(severity.value, metric).set(0)
 
     async def observe(self, obs: Observation, now: float) -> None:
         for event in self.detector.observe(obs, now):

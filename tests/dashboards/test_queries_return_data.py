@@ -17,9 +17,12 @@ import pytest
 from connectors.recording import RecordedMessage, RecordingWriter
 from stream.dashboards import generate
 from stream.dev_kafka import KafkaBroker
+from tests.graders.judge_helpers import KEYWORDS, honest_judge
 from tests.kafka.helpers import Deployment
 from tests.prometheus.conftest import PrometheusServer, free_port
 from tests.replay.helpers import REPO, cli
+from tests.scoring.http_peer import ScriptedServer
+from tests.support.messages_api import MessagesAPIServer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.prometheus]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/suite.yaml"))
@@ -30,29 +33,21 @@ VARIABLES = {
     "$agent": ".*",
     "$variant": ".*",
 }
-# Panels on metrics the worker does not emit in this branch yet (scoring, regression alerts,
-# the judge and alert sinks are integrated into the worker separately).
-AWAITING_SCORING = {
-    "overview.json: Alerts firing [A]",
-    "overview.json: Regression alerts firing [A]",
-    "overview.json: Per-episode alerts [A]",
-    "scores.json: Overall score [A]",
-    "scores.json: Correctness [A]",
-    "scores.json: Cost score [A]",
-    "scores.json: Latency score [A]",
-    "scores.json: Tool match [A]",
-    "scores.json: Safety [A]",
-    "scores.json: Cost Δ% vs baseline [A]",
-    "scores.json: Cost Δ% vs baseline [B]",
-    "scores.json: Latency Δ% vs baseline [A]",
-    "scores.json: Latency Δ% vs baseline [B]",
-    "scores.json: Episodes scored/s [A]",
-    "scores.json: Per-episode alerts by dimension [A]",
-    "operations.json: Judge calls by outcome [A]",
-    "operations.json: Judge latency [A]",
-    "operations.json: Judge latency [B]",
-    "operations.json: Alert delivery failures [A]",
-}
+# The worker scores episodes (rolling baselines per agent), asks a judge (a local Messages
+# API server) for one agent's episodes, and delivers alerts to a webhook that refuses them,
+# so the scoring, judge and alert-delivery panels have data too.
+SCORING_YAML = """\
+baselines: {{mode: rolling, window: 5, key_attrs: [agent_id]}}
+sinks: [{{kind: webhook, name: refusing-hook, url: "{url}"}}]
+"""
+JUDGED_SUITE = """\
+name: judged-reviews
+match: {agent_id: code-review-agent}
+defaultAssertions:
+  - type: llm.judge
+    criteria: ["identifies the SQL injection", "proposes a parameterized query"]
+    minScore: 0.7
+"""
 SPACING_MS = 5  # recorded time between messages: about 8 s of traffic at --speed 1
 
 
@@ -90,10 +85,18 @@ def scraped(
 ) -> Iterator[PrometheusServer]:
     workdir = tmp_path_factory.mktemp("dashboards")
     port = free_port()
-    dep = Deployment(
-        kafka_broker.bootstrap, workdir, [str(e / "suite.yaml") for e in EXAMPLES], partitions=4
-    )
+    hook = ScriptedServer(default_status=400).__enter__()  # refuses: a counted failure
+    judge = MessagesAPIServer(handler=honest_judge(KEYWORDS)).start()
+    scoring = workdir / "scoring.yaml"
+    scoring.write_text(SCORING_YAML.format(url=hook.url("/alerts")))
+    judged = workdir / "judged.yaml"
+    judged.write_text(JUDGED_SUITE)
+    suites = [str(e / "suite.yaml") for e in EXAMPLES] + [str(judged)]
+    dep = Deployment(kafka_broker.bootstrap, workdir, suites, partitions=4)
     dep.extra_env["EVALSTREAM_METRICS_PORT"] = str(port)
+    dep.extra_env["EVALSTREAM_SCORING"] = str(scoring)
+    dep.extra_env["ANTHROPIC_API_KEY"] = "sk-ant-test-key"
+    dep.extra_env["ANTHROPIC_BASE_URL"] = judge.base_url
     dep.create_topics()
     server: PrometheusServer | None = None
     try:
@@ -134,6 +137,8 @@ def scraped(
         if server is not None:
             server.stop()
         dep.stop_all()
+        judge.stop()
+        hook.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -150,16 +155,6 @@ def empty_queries(scraped: PrometheusServer) -> set[str]:
     return empty
 
 
-def test_panels_on_emitted_metrics_return_data(empty_queries: set[str]) -> None:
-    unexpected = sorted(empty_queries - AWAITING_SCORING)
-    assert not unexpected, f"queries without data: {unexpected}"
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the worker does not emit score, regression-alert, judge and alert-sink metrics "
-    "in this branch yet; queries without data: " + "; ".join(sorted(AWAITING_SCORING)),
-)
 def test_every_panel_query_returns_data(empty_queries: set[str]) -> None:
     assert not sorted(empty_queries), f"queries without data: {sorted(empty_queries)}"
 
