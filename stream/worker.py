@@ -190,9 +190,6 @@ class Worker:
             broker_commit_interval=1.0,
             producer_acks=-1,
             producer_max_request_size=max(settings.max_message_bytes * 2, 1_048_576),
-            stream_buffer_maxsize=32_768,
-            broker_max_poll_records=5_000,
-            consumer_max_fetch_size=4 * 1_048_576,
         )
         app = self.app
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}

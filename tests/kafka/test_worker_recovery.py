@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 
 from assertions.results import EpisodeResult
 from assertions.suites import load_suite
@@ -82,6 +84,33 @@ def synthetic(episodes: int, seed: int = 7) -> list[tuple[bytes, bytes]]:
     return out
 
 
+def wait_for_commits(dep: Deployment, partitions: int = 1, timeout: float = 60) -> None:
+    """Until the group committed offsets > 0 on at least `partitions` signals partitions.
+
+    A fixed sleep is not enough on a loaded machine: a worker that committed nothing yet
+    would be killed before the test can show a resume from the middle of the log."""
+
+    async def committed() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=dep.bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(dep.app_id)
+        except KafkaError:  # e.g. the group's coordinator is not known yet
+            return 0
+        finally:
+            await admin.close()
+        return sum(
+            1
+            for tp, meta in offsets.items()
+            if tp.topic == dep.topic("signals") and meta.offset > 0
+        )
+
+    deadline = time.monotonic() + timeout
+    while asyncio.run(committed()) < partitions:
+        assert time.monotonic() < deadline, f"no commits within {timeout}s: {dep.logs()}"
+        time.sleep(0.5)
+
+
 @pytest.fixture
 def setup(
     kafka_broker: KafkaBroker, tmp_path: Path
@@ -140,7 +169,7 @@ def test_sigkill_mid_stream_and_restart_loses_nothing(
     time.sleep(6)  # joined the group
     # Paced below the worker's rate, so that commits advance while the stream flows.
     producer = produce_in_background(dep, records, rate=800)
-    time.sleep(5)
+    wait_for_commits(dep)  # killed mid-stream, after it committed progress
     first.send_signal(signal.SIGKILL)
     first.wait()
     time.sleep(1)
@@ -161,7 +190,7 @@ def test_two_workers_one_killed_the_other_takes_over(
     dep.supervise()  # restarts a worker that exits by itself (a stalled-recovery watchdog)
     time.sleep(8)  # both joined: four partitions each
     producer = produce_in_background(dep, records, rate=800)
-    time.sleep(5)
+    wait_for_commits(dep, partitions=2)  # both workers committed progress
     dep.kill("w1")
     producer.join(timeout=120)
     check_reported(dep, expected)
