@@ -388,3 +388,17 @@ def test_saved_signals_give_the_same_verdicts_under_check(example_suite: Suite) 
     ran = {s.episode_id: s.status for c in result.cases for s in c.samples}
     assert by_episode == ran
     assert sorted(ran.values()).count("failed") == 6
+
+
+def test_a_sync_target_that_ignores_cancellation_is_reported_not_waited_for() -> None:
+    suite = make_suite([{"id": "stuck", "timeout": 100, "input": {}, "assertions": SAY}])
+    t.RELEASE.clear()
+    try:
+        stuck = CallableTarget("stuck", t.stuck_sync)
+        result = run(suite, stuck)
+        [note] = result.case("stuck").samples[0].notes
+        assert "keeps running in its thread" in note
+        assert result.case("stuck").samples[0].error_kind == "timeout"
+        assert "stuck released" not in t.EVENTS  # the run returned without waiting for it
+    finally:
+        t.RELEASE.set()
