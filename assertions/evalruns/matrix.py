@@ -133,12 +133,12 @@ def recommend(
     tradeoffs: list[str] = []
     cheapest = min(variants, key=_cost)
     fastest = min(variants, key=_latency)
-    if cheapest is not best and _cost(best) > 0 and _cost(cheapest) < _cost(best):
+    if cheapest is not best and _order(_cost(cheapest), _cost(best)) < 0:
         tradeoffs.append(
             f"{cheapest.variant_id} is cheaper ({_cost(cheapest):.6f} vs {_cost(best):.6f} "
             f"USD per case) at pass rate {cheapest.result.pass_rate:.0%}"
         )
-    if fastest is not best and _latency(fastest) < _latency(best):
+    if fastest is not best and _order(_latency(fastest), _latency(best), floor=LATENCY_TIE_MS) < 0:
         tradeoffs.append(
             f"{fastest.variant_id} is faster ({_latency(fastest):.0f} vs "
             f"{_latency(best):.0f} ms) at pass rate {fastest.result.pass_rate:.0%}"

@@ -3,6 +3,7 @@ and a status filter) that the page does not need to be readable. No CDN, no serv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -26,6 +27,8 @@ from assertions.evalruns.svg import (
     histogram,
     paired_chart,
 )
+
+_ID_ATTR = re.compile(r' id="[^"]*"')
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2330}
@@ -450,5 +453,6 @@ def matrix_html(m: MatrixResult) -> str:
             f"{(' — ' + escape(c.summary.block_reason)) if c.summary.block_reason else ''}</div>"
         )
     for v in m.variants:
-        out += dataset_body(v.result, heading="h2")
+        # Element ids belong to the page's own figures; a variant's section repeats them.
+        out += [_ID_ATTR.sub("", part) for part in dataset_body(v.result, heading="h2")]
     return _page(f"Matrix: {m.name}", out)

@@ -25,6 +25,7 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
 
@@ -126,12 +127,17 @@ class CallableTarget:
         self.with_recorder = _wants_recorder(self.fn)
         self.is_async = inspect.iscoroutinefunction(self.fn)
         self.stop_grace_s = stop_grace_s
+        # Our own threads, not the loop's default executor: `asyncio.run` waits for that one
+        # at exit, so a target thread that ignores cancellation would hang the whole run.
+        self._executor: ThreadPoolExecutor | None = None
 
     def describe(self) -> str:
         return f"python:{self.spec}"
 
     async def aclose(self) -> None:
-        return None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
     async def run(self, call: TargetCall) -> TargetOutput:
         args: tuple[Any, ...] = (call.input, call.recorder) if self.with_recorder else (call.input,)
@@ -146,7 +152,9 @@ class CallableTarget:
     async def _in_thread(self, call: TargetCall, args: tuple[Any, ...]) -> JSON:
         loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()
-        future = loop.run_in_executor(None, lambda: ctx.run(self.fn, *args))
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(thread_name_prefix="evalstream-target")
+        future = loop.run_in_executor(self._executor, lambda: ctx.run(self.fn, *args))
         # A thread that outlives its case must not log "exception never retrieved" later.
         future.add_done_callback(lambda f: None if f.cancelled() else f.exception())
         try:

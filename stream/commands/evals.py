@@ -8,6 +8,7 @@ profile was not met, or the comparison with the baseline blocks); 2 a usage or i
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -121,6 +122,20 @@ def _write_outputs(doc: EvalDocument, out: str | None, reports: tuple[str, ...])
         Path(out).write_bytes(dump_document(doc))
     for path in reports:
         Path(path).write_text(render_eval_report(doc, _report_format(path)), encoding="utf-8")
+
+
+def _exit(code: int, results: list[DatasetResult]) -> None:
+    """Exit; when a synchronous target thread ignored its cancellation (the sample's notes say
+    so), exit without waiting for it: the results are already written."""
+    stuck = any(
+        "keeps running" in n for r in results for c in r.cases for s in c.samples for n in s.notes
+    )
+    if stuck:
+        click.echo("warning: a target thread is still running; exiting without it", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def _run_interruptibly(make: Callable[[], Awaitable[T]], interrupt: Callable[[], None]) -> T:
@@ -359,7 +374,7 @@ def eval_command(
         click.echo(f"note: {result.pass_metrics.undefined_reason}")
     if result.interrupted:
         click.echo("interrupted: the finished cases were kept", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        _exit(EXIT_INTERRUPTED, [result])
     ok = result.failed_cases == 0 and result.error_cases == 0
     check = None
     if profile is not None:
@@ -382,7 +397,7 @@ def eval_command(
             if profile
             else not comparison.summary.should_block
         )
-    sys.exit(0 if ok else 1)
+    _exit(0 if ok else 1, [result])
 
 
 def _run_with_progress(runner: DatasetRunner | MatrixRunner, show: bool) -> Any:
@@ -478,8 +493,8 @@ def matrix_command(
             blocked.append(vid)
     if result.interrupted:
         click.echo("interrupted: the finished variants and cases were kept", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    sys.exit(1 if blocked and fail_on != "never" else 0)
+        _exit(EXIT_INTERRUPTED, [v.result for v in result.variants])
+    _exit(1 if blocked and fail_on != "never" else 0, [v.result for v in result.variants])
 
 
 @click.command("compare")

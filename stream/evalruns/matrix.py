@@ -111,3 +111,10 @@ class MatrixRunner:
             completed_at=iso_ms(self.clock()),
             interrupted=self.interrupted,
         )
+
+
+async def run_matrix(
+    suite: Suite, variants: VariantsFile, settings: RunSettings | None = None, **kwargs: Any
+) -> MatrixResult:
+    """Seed 003's runMatrix: every variant over `suite` (see MatrixRunner)."""
+    return await MatrixRunner(suite, variants, settings, **kwargs).run()

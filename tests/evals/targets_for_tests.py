@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,13 @@ async def async_claude_agent(case_input: dict[str, Any]) -> str:
     )
     await client.close()
     return "".join(b.text for b in reply.content if b.type == "text")
+
+
+RELEASE = threading.Event()
+
+
+def stuck_sync(case_input: dict[str, Any]) -> str:
+    """Blocks without ever calling the recorder: it cannot be stopped from outside."""
+    RELEASE.wait(30)
+    EVENTS.append("stuck released")
+    return "late"

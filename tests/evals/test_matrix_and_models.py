@@ -70,3 +70,16 @@ def test_a_real_run_round_trips_through_json(example_suite: Suite) -> None:
     case = again.case("refund-small")
     assert case is not None
     assert case.samples[1].signals[0]["name"] == "harness:start"
+
+
+def test_run_matrix_in_process(example_suite: Suite) -> None:
+    from assertions.evalruns.variants import load_variants  # noqa: PLC0415
+    from stream.evalruns.matrix import run_matrix  # noqa: PLC0415
+    from tests.evals.conftest import EXAMPLE  # noqa: PLC0415
+
+    variants = load_variants(EXAMPLE / "variants.yaml")
+    m = asyncio.run(run_matrix(example_suite, variants, RunSettings(case_ids=("refund-small",))))
+    assert [v.variant_id for v in m.variants] == ["v1", "lean", "hasty"]
+    assert m.comparisons["hasty"].summary.should_block
+    assert not m.comparisons["lean"].summary.should_block
+    assert m.variants[2].result.case("refund-small").status == "failed"  # type: ignore[union-attr]

@@ -374,3 +374,31 @@ def test_http_target(signals_server: str) -> None:
     down = result.case("down").samples[0]
     assert down.error_kind == "target"
     assert "answered 503: overloaded" in (down.error or "")
+
+
+def test_saved_signals_give_the_same_verdicts_under_check(example_suite: Suite) -> None:
+    """One engine: re-evaluating a run's saved signals with `check` gives the same verdicts."""
+    from assertions.signals import signal_from_obj  # noqa: PLC0415
+    from stream.offline import evaluate_signals  # noqa: PLC0415
+
+    result = run(example_suite, parse_target(AGENT), config=HASTY, repeat=2)
+    signals = [signal_from_obj(sig) for c in result.cases for s in c.samples for sig in s.signals]
+    report = evaluate_signals(signals, [example_suite])
+    by_episode = {r.episode_id: r.status for r in report.results}
+    ran = {s.episode_id: s.status for c in result.cases for s in c.samples}
+    assert by_episode == ran
+    assert sorted(ran.values()).count("failed") == 6
+
+
+def test_a_sync_target_that_ignores_cancellation_is_reported_not_waited_for() -> None:
+    suite = make_suite([{"id": "stuck", "timeout": 100, "input": {}, "assertions": SAY}])
+    t.RELEASE.clear()
+    try:
+        stuck = CallableTarget("stuck", t.stuck_sync)
+        result = run(suite, stuck)
+        [note] = result.case("stuck").samples[0].notes
+        assert "keeps running in its thread" in note
+        assert result.case("stuck").samples[0].error_kind == "timeout"
+        assert "stuck released" not in t.EVENTS  # the run returned without waiting for it
+    finally:
+        t.RELEASE.set()
