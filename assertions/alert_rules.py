@@ -147,7 +147,9 @@ class AlertRules(BaseModel):
         """The alerts of one scored episode, at most one per dimension (cost, latency, then
         correctness, tool match, safety, overall)."""
         alerts: list[EpisodeAlert] = []
-        for dim, rise, warning, critical in self._plan:
+        # Straight from pydantic's private storage: `self._plan` goes through __getattr__.
+        plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # always set
+        for dim, rise, warning, critical in plan:
             if rise:
                 value = scores.cost_delta_pct if dim == "cost" else scores.latency_delta_pct
                 if value is None:

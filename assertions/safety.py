@@ -61,6 +61,8 @@ _SHAPE_TABLE = bytes.maketrans(
     b"0" * 10 + b"A" * 26 + b"a" * 26,
 )
 _SHAPE_DROPPED = b" -"
+# Characters a shape never holds: a shape literal with one of them could never match.
+NEVER_IN_SHAPE = frozenset(" -123456789BCDEFGHIJKLMNOPQRSTUVWXYZbcdefghijklmnopqrstuvwxyz")
 
 
 def output_shape(text: str) -> bytes | None:
@@ -137,9 +139,13 @@ class Detector:
             requires = tuple(r.lower() for r in requires)
         object.__setattr__(self, "requires", requires)
         shape = tuple(self.shape)
-        if not all(isinstance(x, str) and x and x.isascii() for x in shape):
+        if not all(
+            isinstance(x, str) and x and x.isascii() and not set(x) & NEVER_IN_SHAPE for x in shape
+        ):
             raise ScoringConfigError(
-                f"detector `{self.name}`: `shape` must be non-empty ASCII strings"
+                f"detector `{self.name}`: `shape` must be non-empty ASCII strings written "
+                "with `0` for a digit, `A` for a capital and `a` for a small letter, without "
+                "spaces or hyphens (a shape never holds them)"
             )
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "_shape", tuple(x.encode("ascii") for x in shape))
