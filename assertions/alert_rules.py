@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from assertions.errors import InputError
 from assertions.scoring import EpisodeScores
@@ -113,6 +113,17 @@ class AlertRules(BaseModel):
     tool_match: FloorRule = FloorRule(warning=0.5)
     safety: FloorRule = FloorRule(critical=0.8)
     overall: FloorRule = FloorRule(critical=0.5)
+    # Per dimension (name, is a rise, warning, critical), read once instead of per episode.
+    _plan: tuple[tuple[str, bool, float | None, float | None], ...] = PrivateAttr(default=())
+
+    def model_post_init(self, context: Any, /) -> None:
+        del context
+        plan = []
+        for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
+            rule: _Rule = getattr(self, dim)
+            if rule.warning is not None or rule.critical is not None:
+                plan.append((dim, dim in RISE_DIMENSIONS, rule.warning, rule.critical))
+        self._plan = tuple(plan)
 
     @classmethod
     def load(cls, obj: Mapping[str, JSON] | None) -> AlertRules:
@@ -133,47 +144,48 @@ class AlertRules(BaseModel):
             raise AlertConfigError(f"invalid alert rules: {problems}") from exc
 
     def evaluate(self, scores: EpisodeScores) -> list[EpisodeAlert]:
-        """The alerts of one scored episode, at most one per dimension."""
+        """The alerts of one scored episode, at most one per dimension (cost, latency, then
+        correctness, tool match, safety, overall)."""
         alerts: list[EpisodeAlert] = []
-        for dim in RISE_DIMENSIONS:
-            delta = scores.cost_delta_pct if dim == "cost" else scores.latency_delta_pct
-            if delta is None:
-                continue
-            rule: RiseRule = getattr(self, dim)
-            fired = rule.severity(delta)
-            if fired is not None:
-                severity, threshold = fired
-                shown = "unbounded (baseline 0)" if math.isinf(delta) else f"{delta:+.2f} %"
-                alerts.append(
-                    EpisodeAlert(
-                        episode_id=scores.episode_id,
-                        dimension=dim,
-                        severity=severity,
-                        value=delta,
-                        threshold=threshold,
-                        message=f"{dim} rose {shown} over {scores.baseline} (> {threshold:g} %)",
-                        baseline=scores.baseline,
-                    )
+        # Straight from pydantic's private storage: `self._plan` goes through __getattr__.
+        plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # always set
+        for dim, rise, warning, critical in plan:
+            if rise:
+                value = scores.cost_delta_pct if dim == "cost" else scores.latency_delta_pct
+                if value is None:
+                    continue
+                # The same strict comparisons as RiseRule.severity, inlined for the hot path.
+                if critical is not None and value > critical:
+                    severity, threshold = Severity.CRITICAL, critical
+                elif warning is not None and value > warning:
+                    severity, threshold = Severity.WARNING, warning
+                else:
+                    continue
+                shown = "unbounded (baseline 0)" if math.isinf(value) else f"{value:+.2f} %"
+                message = f"{dim} rose {shown} over {scores.baseline} (> {threshold:g} %)"
+            else:
+                value = getattr(scores, dim)
+                if value is None:
+                    continue
+                # FloorRule.severity, inlined.
+                if critical is not None and value < critical:
+                    severity, threshold = Severity.CRITICAL, critical
+                elif warning is not None and value < warning:
+                    severity, threshold = Severity.WARNING, warning
+                else:
+                    continue
+                message = f"{dim} score {value:.3f} < {threshold:g}"
+            alerts.append(
+                EpisodeAlert(
+                    episode_id=scores.episode_id,
+                    dimension=dim,
+                    severity=severity,
+                    value=value,
+                    threshold=threshold,
+                    message=message,
+                    baseline=scores.baseline,
                 )
-        for dim in FLOOR_DIMENSIONS:
-            value = scores.dimension(dim)
-            if value is None:
-                continue
-            floor: FloorRule = getattr(self, dim)
-            fired = floor.severity(value)
-            if fired is not None:
-                severity, threshold = fired
-                alerts.append(
-                    EpisodeAlert(
-                        episode_id=scores.episode_id,
-                        dimension=dim,
-                        severity=severity,
-                        value=value,
-                        threshold=threshold,
-                        message=f"{dim} score {value:.3f} < {threshold:g}",
-                        baseline=scores.baseline,
-                    )
-                )
+            )
         return alerts
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections import Counter, OrderedDict, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -79,7 +79,8 @@ class BaselineKey:
 
     @classmethod
     def of(cls, attrs: Mapping[str, JSON], names: Sequence[str] = DEFAULT_KEY_ATTRS) -> BaselineKey:
-        return cls(tuple((name, _key_value(attrs.get(name))) for name in names))
+        get = attrs.get
+        return cls(tuple([(name, _key_value(get(name))) for name in names]))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,8 +132,10 @@ class Baseline:
     outcome: str | None = None
     step_count: float | None = None
     episodes: int = 1
+    _name: str = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_name", f"{self.source} [{self.key}]")
         where = f"baseline {self.key}"
         for name in ("cost_usd", "latency_ms", "step_count"):
             _opt_number({name: getattr(self, name)}, name, where)
@@ -151,10 +154,14 @@ class Baseline:
 
     @property
     def name(self) -> str:
-        return f"{self.source} [{self.key}]"
+        return self._name
 
     def covers(self, attrs: Mapping[str, JSON]) -> bool:
-        return BaselineKey.of(attrs, self.key.names) == self.key
+        # BaselineKey.of(attrs, names) == key, without building a key per scored episode.
+        for name, value in self.key.items:  # noqa: SIM110 - a loop beats all(generator)
+            if _key_value(attrs.get(name)) != value:
+                return False
+        return True
 
     def to_json(self) -> dict[str, JSON]:
         return {

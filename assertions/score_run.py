@@ -25,7 +25,7 @@ from typing import Any
 
 from assertions.alert_rules import AlertRules, EpisodeAlert, Severity, episode_passes
 from assertions.assembly import ClosedEpisode, CloseRules, EpisodeAssembler
-from assertions.baselines import BaselineStore
+from assertions.baselines import BaselineStore, FileBaselines
 from assertions.errors import InputError
 from assertions.pricing import PricingTable, default_pricing
 from assertions.regression import AlertEvent, Observation, RegressionDetector
@@ -188,6 +188,14 @@ class ScoreRun:
             "rejected": [r.to_json() for r in self.rejected],
             "skipped": list(self.skipped),
         }
+
+
+def baselines_of(run: ScoreRun, source: str) -> FileBaselines:
+    """Fixed baselines summarising a run's scored episodes per key (medians, modal tools),
+    to score later runs against (`evalstream score --save-baseline`)."""
+    if not run.episodes:
+        raise ScoreRunError("no episode was scored: there is nothing to make a baseline of")
+    return FileBaselines.from_results([e.inp for e in run.episodes], source=source)
 
 
 def check_score_run(obj: JSON, where: str = "results") -> Mapping[str, JSON]:

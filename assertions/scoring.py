@@ -28,9 +28,11 @@ Every dimension is in [0, 1], or None when it cannot be computed:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from assertions.errors import InputError
@@ -122,8 +124,13 @@ class ScoreWeights:
     tool_match: float = 0.2
     latency: float = 0.1
     safety: float = 0.1
+    # Normalised weights per tuple of available dimensions (a handful), filled on demand.
+    _normalised: dict[tuple[str, ...], Mapping[str, float]] = field(
+        init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_normalised", {})
         total = 0.0
         for name in DIMENSIONS:
             total += _check_number(
@@ -144,11 +151,23 @@ class ScoreWeights:
 
     def normalised(self, available: Iterable[str] = DIMENSIONS) -> dict[str, float]:
         """The weights of `available` dimensions rescaled to sum to 1 ({} if they weigh 0)."""
-        chosen = {name: float(getattr(self, name)) for name in available}
-        total = math.fsum(chosen.values())
-        if total <= 0.0:
-            return {}
-        return {name: w / total for name, w in chosen.items()}
+        return dict(_normalised(self, tuple(available)))
+
+
+def _normalised(weights: ScoreWeights, available: tuple[str, ...]) -> Mapping[str, float]:
+    """Shared and read-only: score_episode asks this once per episode with the same few keys."""
+    cached = weights._normalised.get(available)
+    if cached is None:
+        cached = weights._normalised[available] = _renormalise(weights, available)
+    return cached
+
+
+def _renormalise(weights: ScoreWeights, available: tuple[str, ...]) -> Mapping[str, float]:
+    chosen = {name: float(getattr(weights, name)) for name in available}
+    total = math.fsum(chosen.values())
+    if total <= 0.0:
+        return MappingProxyType({})
+    return MappingProxyType({name: w / total for name, w in chosen.items()})
 
 
 # --- correctness ----------------------------------------------------------------------------
@@ -458,6 +477,11 @@ class EpisodeScores:
         }
 
 
+@functools.cache
+def _default_config() -> ScoringConfig:
+    return ScoringConfig()
+
+
 def score_episode(
     inp: ScoringInput,
     baseline: ScoringBaseline | None,
@@ -467,22 +491,25 @@ def score_episode(
 
     Raises BaselineMismatchError when the baseline does not cover the episode's key.
     """
-    cfg = config or ScoringConfig()
+    cfg = config if config is not None else _default_config()
     notes: list[str] = []
-    if baseline is not None and not baseline.covers(inp.attrs):
-        raise BaselineMismatchError(
-            f"baseline {baseline.name} does not describe episode {inp.episode_id!r}"
-        )
     if baseline is None:
         notes.append("no baseline: cost, latency and tool match not scored")
+        baseline_outcome = baseline_steps = None
+    else:
+        if not baseline.covers(inp.attrs):
+            raise BaselineMismatchError(
+                f"baseline {baseline.name} does not describe episode {inp.episode_id!r}"
+            )
+        baseline_outcome, baseline_steps = baseline.outcome, baseline.step_count
 
     correctness = correctness_score(
         inp.verdicts,
         inp.assertion_weights,
         outcome=inp.outcome,
-        baseline_outcome=None if baseline is None else baseline.outcome,
+        baseline_outcome=baseline_outcome,
         step_count=inp.step_count,
-        baseline_step_count=None if baseline is None else baseline.step_count,
+        baseline_step_count=baseline_steps,
     )
     if correctness is None:
         notes.append("no applicable assertion and no baseline outcome: correctness not scored")
@@ -507,20 +534,20 @@ def score_episode(
             tool_match = tool_match_score(inp.tool_names, baseline.tool_names)
 
     safety = safety_score(inp.policy_violations, inp.errors, inp.output, cfg.safety)
-    values = {
-        "correctness": correctness,
-        "cost": cost,
-        "tool_match": tool_match,
-        "latency": latency,
-        "safety": safety.score,
-    }
-    available = [name for name in DIMENSIONS if values[name] is not None]
-    weights = cfg.weights.normalised(available)
-    if len(available) < len(DIMENSIONS):
+    values = (correctness, cost, tool_match, latency, safety.score)  # in DIMENSIONS order
+    if None in values:
+        available = tuple(
+            [name for name, v in zip(DIMENSIONS, values, strict=True) if v is not None]
+        )
+        present = [v for v in values if v is not None]
         notes.append("overall over " + ", ".join(available) + " with renormalised weights")
+    else:
+        available, present = DIMENSIONS, [v for v in values if v is not None]
+    weights = _normalised(cfg.weights, available)
     overall: float | None = None
     if weights:
-        weighted = math.fsum(w * (values[name] or 0.0) for name, w in weights.items())
+        # Same order as `available`, so zip pairs each weight with its value.
+        weighted = math.fsum([w * v for w, v in zip(weights.values(), present, strict=True)])
         overall = min(1.0, round(weighted, SCORE_DECIMALS))
     else:
         notes.append("the available dimensions all weigh 0: overall not scored")

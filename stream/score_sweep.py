@@ -265,8 +265,13 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
         if isinstance(obj, InputError):
             scorer.reject(where, "invalid_json", str(obj))
             continue
+        label = (
+            f"episode store {settings.store_url}: episode"
+            if settings.store_url is not None
+            else f"{where}: episode"
+        )
         try:
-            signals = episode_to_signals(obj, where=where, unknown_steps=settings.unknown_steps)
+            signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
         except StoreEpisodeError as exc:
             scorer.reject(where, exc.reason, str(exc))
             continue

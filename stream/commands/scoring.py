@@ -20,7 +20,7 @@ import orjson
 from assertions.errors import InputError
 from assertions.evalruns.reports import is_eval_run, render_eval_report
 from assertions.reports.score_report import FORMATS, render_markdown, render_score_report
-from assertions.score_run import SCORE_NAMES, ScoreRun
+from assertions.score_run import SCORE_NAMES, ScoreRun, baselines_of
 from connectors.episode_store import EpisodeStoreClient, EpisodeStoreError
 from stream.score_sweep import (
     NightlySettings,
@@ -76,7 +76,11 @@ def score_options(func: Callable[..., None]) -> Callable[..., None]:
             type=click.Path(dir_okay=False),
             help="Suite YAML whose assertions decide correctness (repeatable).",
         ),
-        click.option("--pricing", type=click.Path(exists=True, dir_okay=False)),
+        click.option(
+            "--pricing",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Pricing table JSON for suite assertions (episode costs come from the store).",
+        ),
         click.option(
             "--baseline",
             "baseline_file",
@@ -235,7 +239,18 @@ def status(store_url: str, timeout_s: float) -> None:
     type=click.Path(dir_okay=False, writable=True),
     help="Also write the Markdown report here.",
 )
-def score(files: tuple[str, ...], output: str | None, markdown: str | None, **options: Any) -> None:
+@click.option(
+    "--save-baseline",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the scored episodes' per-key summary here, a baseline file for --baseline.",
+)
+def score(
+    files: tuple[str, ...],
+    output: str | None,
+    markdown: str | None,
+    save_baseline: str | None,
+    **options: Any,
+) -> None:
     """Score episodes (from FILES or --store-url) against a baseline on five dimensions.
 
     FILES hold episode-store episodes: NDJSON (the store's export) or JSON (an episode, a
@@ -252,6 +267,14 @@ def score(files: tuple[str, ...], output: str | None, markdown: str | None, **op
         Path(output).write_bytes(orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n")
     if markdown:
         Path(markdown).write_text(render_markdown(obj), encoding="utf-8")
+    if save_baseline:
+        try:
+            saved = baselines_of(run, source=f"score-run:{run.created_at}")
+        except InputError as exc:
+            raise _user_error(str(exc)) from exc
+        Path(save_baseline).write_bytes(
+            orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+        )
     for line in _summary_lines(run):
         click.echo(line)
     for rejected in run.rejected:

@@ -253,15 +253,25 @@ FRAGMENTS = [
     " 12345 ",
     "@",
     "-",
+    " 2026-01-11 ",
+    "4111-1111",
+    "1111-1111 ",
+    "OK 20",
+    "\u0664\u0661\u0661\u0661 \u0661\u0661\u0661\u0661 ",  # Arabic-Indic digits
+    "_",
+    "AIza",
+    "AKIA",
+    " ghp_",
+    "é",
 ]
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=8).map("".join))
 def test_required_literals_never_hide_a_hit(text: str) -> None:
-    # The same detectors without their literal gates must find exactly the same.
+    # The same detectors without their literal and shape gates must find exactly the same.
     ungated = SafetyConfig(
-        detectors=tuple(dataclasses.replace(d, requires=()) for d in DEFAULT_DETECTORS)
+        detectors=tuple(dataclasses.replace(d, requires=(), shape=()) for d in DEFAULT_DETECTORS)
     )
     assert (
         safety_score({}, 0, text).detector_hits == safety_score({}, 0, text, ungated).detector_hits

@@ -186,6 +186,27 @@ def test_score_against_a_baseline_file_at_the_boundaries(
     assert episode["scores"]["tool_match"] == 1.0
 
 
+def test_a_saved_baseline_scores_the_next_run(
+    evalstream: Run, store: EpisodeStoreServer, tmp_path: Path
+) -> None:
+    steady(store, 3)
+    first = evalstream("score", "--store-url", store.url, "--save-baseline", "golden.json")
+    assert first.returncode == 0, first.stderr
+    saved = results(tmp_path / "golden.json")
+    [entry] = saved["baselines"]
+    assert entry["key"] == {"agent_id": "support-bot", "case_id": "refund"}
+    assert (entry["cost_usd"], entry["episodes"]) == (0.02, 3)
+    store.add(make_episode("next", start=T0 + timedelta(hours=1), cost=0.025))
+    proc = evalstream(
+        "score", "--store-url", store.url, "--baseline", "golden.json", "--since",
+        "2026-01-01T00:30:00Z", "-o", "r.json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [episode] = results(tmp_path / "r.json")["episodes"]
+    assert episode["scores"]["cost_delta_pct"] == 25.0
+    assert [(a["severity"], a["dimension"]) for a in episode["alerts"]] == [("warning", "cost")]
+
+
 def test_a_baseline_of_another_agent_is_an_error(
     evalstream: Run, store: EpisodeStoreServer, tmp_path: Path
 ) -> None:
