@@ -90,7 +90,26 @@ class KafkaPublisher:
                 await self._connector
         if self._producer is not None:
             producer, self._producer = self._producer, None
-            await producer.stop()  # flushes what is still buffered
+            await self._close(producer)
+
+    async def _close(self, producer: AIOKafkaProducer) -> None:
+        """Flush and close, but never hang: with the broker gone, aiokafka's stop() retries
+        its in-flight batches forever. Those records were never acknowledged, so no client
+        got a 2xx for them; giving up on them loses nothing that was promised."""
+        stopping = asyncio.ensure_future(producer.stop())
+        try:
+            await asyncio.wait_for(asyncio.shield(stopping), self.publish_timeout_s)
+            return
+        except TimeoutError:
+            log.warning("Kafka did not take the last records within %s s", self.publish_timeout_s)
+        # aiokafka has no public way to abandon a send in flight: stop its sender task.
+        sender_task = getattr(getattr(producer, "_sender", None), "sender_task", None)
+        for task in (sender_task, stopping):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, KafkaError):
+                    await task
+        await producer.client.close()
 
     def _topic(self, stream: str) -> str:
         topic = self._topics.get(stream)

@@ -125,21 +125,19 @@ def _loads(data: bytes, where: str, limits: Limits) -> JSON:
 def json_items(body: bytes, content_type: str | None, limits: Limits) -> list[JSON]:
     """The records of a body: a JSON array, one JSON object, or NDJSON (one per line).
 
-    Without an NDJSON content type, a body that is not one JSON document but whose lines
-    are is read as NDJSON too (curl's default content type is form-encoded)."""
-    kind = media_type(content_type)
+    A body that is not one JSON document but whose lines are is read as NDJSON whatever its
+    content type says (curl sends form-encoded, some loggers send NDJSON as JSON)."""
     stripped = body.strip()
     if not stripped:
         raise Rejected(400, "empty_body", "the request body is empty; send JSON or NDJSON")
-    if kind in NDJSON_TYPES:
+    if media_type(content_type) in NDJSON_TYPES:
         items = _ndjson(body, limits)
-    elif stripped[:1] == b"[" or kind == "application/json" or b"\n" not in stripped:
-        doc = _loads(body, "the body", limits)
-        items = doc if isinstance(doc, list) else [doc]
     else:
         try:
             doc = orjson.loads(body)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
+            if b"\n" not in stripped or "depth" in str(exc):
+                _loads(body, "the body", limits)  # raises the precise error
             items = _ndjson(body, limits)
         else:
             items = doc if isinstance(doc, list) else [doc]

@@ -106,7 +106,8 @@ def test_signals_without_ids_get_stable_content_ids(
     for _ in range(2):
         assert http.post("/v1/signals", json=[item], headers=bearer("acme")).status_code == 202
     first, second = (r[2]["id"] for r in published(publisher))
-    assert first == second and first.startswith("c-")
+    assert first == second
+    assert first.startswith("c-")
 
 
 def test_llm_calls_native_and_air_are_published_to_the_llm_calls_stream(
@@ -247,7 +248,8 @@ def test_bad_input_gets_its_status_and_body_and_nothing_is_published(
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code
-    assert isinstance(error["message"], str) and error["message"]
+    assert isinstance(error["message"], str)
+    assert error["message"]
     if code in ("body_too_large", "too_many_signals", "string_too_long") or (
         code == "too_deep" and "parser" not in str(kwargs)
     ):
@@ -339,7 +341,8 @@ SECRETS = {
     "openai": "sk-proj-" + "Z9y8X7w6" * 5,
     "aws": "AKIAIOSFODNN7EXAMPLE",
     "github": "ghp_" + "a1B2c3D4e5" * 4,
-    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 }
 
 

@@ -124,7 +124,10 @@ def check_agent_run(
     ]
     assert {r["episode_id"] for r in records} == {episode}
     trace = ids["trace"]
-    sid = lambda role, end: f"otel:{trace}:{ids[role]}:{end}"  # noqa: E731 - local shorthand
+
+    def sid(role: str, end: str) -> str:
+        return f"otel:{trace}:{ids[role]}:{end}"
+
     activated = by_name["agent:activated"]
     assert activated["id"] == sid("agent", "start")
     assert "parent" not in activated.get("source", {})
@@ -294,7 +297,9 @@ def test_openinference_spans_map_like_genai_ones() -> None:
                 "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.content": "Sure.",
                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "lookup",
-                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"id": 7}',
+                "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": (
+                    '{"id": 7}'
+                ),
             },
             parent="eee19b7ec3c1b174",
         ),
