@@ -32,9 +32,14 @@ class Encoder:
         self.redactor = redactor
 
     def encode(self, record: dict[str, JSON]) -> bytes:
-        data = orjson.dumps(record)
-        if self.redactor is not None and self.redactor.needs_walk(data):
-            data = orjson.dumps(self.redactor.redact(record))
+        try:
+            data = orjson.dumps(record)
+            if self.redactor is not None and self.redactor.needs_walk(data):
+                data = orjson.dumps(self.redactor.redact(record))
+        except TypeError as exc:  # e.g. an integer beyond 64 bits made by a codec
+            raise Rejected(
+                422, "unencodable", f"a record cannot be encoded as JSON: {exc}"
+            ) from exc
         return data
 
 

@@ -236,8 +236,13 @@ class AnthropicProxy:
     def _record(
         self, ctx: CallContext, summary: MessageSummary | None, failure: dict[str, JSON] | None
     ) -> None:
-        signals = self.call_signals(ctx, summary, failure)
-        records = wire_records(signals, ctx.caller, self.encoder)
+        try:
+            signals = self.call_signals(ctx, summary, failure)
+            records = wire_records(signals, ctx.caller, self.encoder)
+        except Exception:  # a recording that cannot be built must not break the call
+            self.metrics.proxy_record_failures.inc()
+            log.warning("could not build the recording of a proxied call", exc_info=True)
+            return
         task = asyncio.create_task(self._publish(records))
         self.recordings.add(task)
         task.add_done_callback(self.recordings.discard)
