@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.partitioner import DefaultPartitioner
 
 from connectors.gateway.errors import Unavailable
 from connectors.gateway.publisher import OutRecord
@@ -46,6 +47,8 @@ class KafkaPublisher:
         self._producer: AIOKafkaProducer | None = None
         self._connector: asyncio.Task[None] | None = None
         self._topics: dict[str, str] = {}
+        self._partitions: dict[tuple[str, bytes], int] = {}
+        self._partitioner = DefaultPartitioner()
         self._last_error = "not started"
 
     def _new_producer(self) -> AIOKafkaProducer:
@@ -111,6 +114,22 @@ class KafkaPublisher:
                     await task
         await producer.client.close()
 
+    def _partition(self, producer: AIOKafkaProducer, topic: str, key: bytes) -> int | None:
+        """The default partitioner's choice, cached per key (episodes send many records);
+        None (let aiokafka decide) while the topic's metadata is unknown."""
+        cached = self._partitions.get((topic, key))
+        if cached is not None:
+            return cached
+        partitions = producer.client.cluster.partitions_for_topic(topic)
+        if not partitions:
+            return None
+        if len(self._partitions) >= 100_000:
+            self._partitions.clear()
+        ordered = sorted(partitions)
+        chosen: int = self._partitioner(key, ordered, ordered)
+        self._partitions[(topic, key)] = chosen
+        return chosen
+
     def _topic(self, stream: str) -> str:
         topic = self._topics.get(stream)
         if topic is None:
@@ -136,11 +155,14 @@ class KafkaPublisher:
             try:
                 async with asyncio.timeout_at(deadline):
                     for record in records:
+                        topic = self._topic(record.stream)
+                        key = record.key.encode("utf-8")
                         futures.append(
                             await producer.send(
-                                self._topic(record.stream),
+                                topic,
                                 value=record.value,
-                                key=record.key.encode("utf-8"),
+                                key=key,
+                                partition=self._partition(producer, topic, key),
                             )
                         )
             except TimeoutError:
