@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -56,7 +57,7 @@ MESSAGE = orjson.dumps(
         "usage": {"input_tokens": 12, "output_tokens": 20},
     }
 )
-EVENTS = [
+EVENTS: list[dict[str, Any]] = [
     {"type": "message_start", "message": {**orjson.loads(MESSAGE), "content": []}},
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     *(
@@ -271,7 +272,8 @@ def main() -> None:
         f"{accepted / 100 / elapsed:,.0f} requests/s) |"
     )
     print(
-        "\n| b. proxy | direct p50 | direct p99 | proxied p50 | proxied p99 | added p50 | added p99 |"
+        "\n| b. proxy | direct p50 | direct p99 | proxied p50 | proxied p99 "
+        "| added p50 | added p99 |"
     )
     print("|---|---|---|---|---|---|---|")
     for stream, direct, proxied in rows:
