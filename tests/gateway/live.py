@@ -147,3 +147,18 @@ async def read_key(
 
 def read_key_sync(bootstrap: str, topic: str, key: str, *, count: int) -> list[Message]:
     return asyncio.run(read_key(bootstrap, topic, key, count=count))
+
+
+async def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    """`ensure_topics`, retried while a just-created topic's metadata has not propagated
+    (its description briefly shows 0 partitions on a loaded machine)."""
+    from connectors.kafka_topics import TopicMismatchError, ensure_topics  # noqa: PLC0415
+
+    for attempt in range(20):
+        try:
+            await ensure_topics(bootstrap, names, partitions)
+            return
+        except TopicMismatchError:
+            if attempt == 19:
+                raise
+            await asyncio.sleep(0.5)

@@ -30,7 +30,6 @@ from starlette.testclient import TestClient
 from assertions.suites import load_suite
 from connectors.gateway import GatewaySettings, KafkaPublisher, create_gateway_app
 from connectors.gateway.auth import stored_form
-from connectors.kafka_topics import ensure_topics
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
 from stream.pipeline import Envelope, MemorySink, Pipeline
@@ -38,6 +37,7 @@ from tests.gateway.live import (
     TOKENS,
     Message,
     bearer,
+    create_topics,
     kcat,
     read_key_sync,
     read_topic_sync,
@@ -121,7 +121,7 @@ def gateway(
 ) -> Iterator[RunningGateway]:
     prefix = f"gw{os.getpid()}{int(time.time())}."
     names = [f"{prefix}{n}" for n in ("signals", "llm-calls")]
-    asyncio.run(ensure_topics(kafka_broker.bootstrap, names, 4))
+    asyncio.run(create_topics(kafka_broker.bootstrap, names, 4))
     with MessagesAPIServer() as upstream:
         proc, running = start_gateway(
             kafka_broker.bootstrap, prefix, tmp_path_factory.mktemp("gateway"), upstream
@@ -408,7 +408,7 @@ def test_a_full_buffer_gives_503(kafka_broker: KafkaBroker) -> None:
 
 def test_a_broker_that_goes_away_gives_503_within_the_publish_timeout(tmp_path: Path) -> None:
     with KafkaBroker() as broker:
-        asyncio.run(ensure_topics(broker.bootstrap, ["gone.signals"], 1))
+        asyncio.run(create_topics(broker.bootstrap, ["gone.signals"], 1))
         publisher = KafkaPublisher(broker.bootstrap, lambda s: f"gone.{s}", publish_timeout_s=2)
         app = create_gateway_app(GatewaySettings(tokens=token_env()), publisher)
         with TestClient(app) as http:
