@@ -31,10 +31,18 @@ def _bad(message: str) -> SignalDecodeError:
     return SignalDecodeError("bad_litellm_payload", message)
 
 
+MAX_TOKENS = 2**53  # token counts beyond this are garbage, not usage
+
+
 def _number(value: JSON) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _tokens(value: JSON) -> int:
+    number = _number(value)
+    return int(min(max(number, 0.0), MAX_TOKENS)) if number is not None else 0
 
 
 def _metadata_dicts(obj: dict[str, JSON]) -> list[dict[str, JSON]]:
@@ -103,9 +111,9 @@ def litellm_call_record(obj: JSON, *, episode_id: str | None = None) -> dict[str
         raise _bad("LiteLLM payload has no numeric `startTime` (epoch seconds)")
     end = _number(obj.get("endTime"))
     duration_ms = max(0.0, (end - start) * 1000.0) if end is not None else 0.0
-    inp = _number(obj.get("prompt_tokens")) or 0.0
-    out = _number(obj.get("completion_tokens")) or 0.0
-    total = _number(obj.get("total_tokens"))
+    inp = _tokens(obj.get("prompt_tokens"))
+    out = _tokens(obj.get("completion_tokens"))
+    total = _tokens(obj.get("total_tokens")) if "total_tokens" in obj else inp + out
     content, tool_calls, stop = _response_parts(obj.get("response"))
     record: dict[str, JSON] = {
         "id": f"litellm:{call_id}",
@@ -118,11 +126,7 @@ def litellm_call_record(obj: JSON, *, episode_id: str | None = None) -> dict[str
         "output": {
             "content": content,
             "toolCalls": tool_calls,
-            "usage": {
-                "inputTokens": int(inp),
-                "outputTokens": int(out),
-                "totalTokens": int(total) if total is not None else int(inp + out),
-            },
+            "usage": {"inputTokens": inp, "outputTokens": out, "totalTokens": total},
         },
     }
     cost = _number(obj.get("response_cost"))

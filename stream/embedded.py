@@ -13,9 +13,8 @@ import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
 from prometheus_client import start_http_server
 from rich.console import Console
 from rich.text import Text
@@ -28,7 +27,6 @@ from assertions.regression import RegressionDetector
 from assertions.results import EpisodeResult, Summary
 from assertions.scoring_stage import ScoringSettings, ScoringStage
 from assertions.suites import Suite
-from connectors.gateway import GatewaySettings, OutRecord, Unavailable, create_gateway_app
 from stream.alerting import AlertFanout, build_alert_sinks
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
@@ -41,6 +39,11 @@ from stream.pipeline import (
     Pipeline,
     Sink,
 )
+
+if TYPE_CHECKING:  # the gateway's modules load only when `up` serves it
+    import uvicorn
+
+    from connectors.gateway import GatewaySettings, OutRecord
 
 JSON = Any
 QUEUE_SIZE = 10_000
@@ -257,6 +260,8 @@ class PipelineFeed:
         return None
 
     async def publish(self, records: Sequence[OutRecord]) -> None:
+        from connectors.gateway import Unavailable  # noqa: PLC0415 - loaded with the gateway
+
         free = self.queue.maxsize - self.queue.qsize() if self.queue.maxsize else len(records)
         if free < len(records):
             raise Unavailable(
@@ -271,21 +276,24 @@ class PipelineFeed:
         return True
 
 
-class _EmbeddedServer(uvicorn.Server):
-    # The embedded runtime owns Ctrl-C (asyncio.run cancels it, and it drains the pipeline).
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 def _gateway_server(
     settings: GatewaySettings, queue: asyncio.Queue[Envelope | None]
 ) -> uvicorn.Server:
+    import uvicorn  # noqa: PLC0415 - see the TYPE_CHECKING imports
+
+    from connectors.gateway import create_gateway_app  # noqa: PLC0415
+
+    class EmbeddedServer(uvicorn.Server):
+        # The embedded runtime owns Ctrl-C (asyncio.run cancels it; it drains the pipeline).
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
     app = create_gateway_app(settings, PipelineFeed(queue))
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level="warning", access_log=False
     )
-    return _EmbeddedServer(config)
+    return EmbeddedServer(config)
 
 
 def serve_metrics(metrics: PipelineMetrics, port: int, host: str = "127.0.0.1") -> None:

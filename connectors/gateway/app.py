@@ -22,7 +22,7 @@ import orjson
 from fastapi import FastAPI, Request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from assertions.errors import InputError, SignalDecodeError
@@ -330,7 +330,14 @@ def _add_otlp_route(app: FastAPI, gw: Gateway) -> None:
         summary="OTLP/HTTP traces (protobuf or JSON, gzip allowed), GenAI conventions",
         openapi_extra=openapi.OTLP_BODY,
         responses={
-            200: {"description": "ExportTraceServiceResponse; every span was acknowledged."},
+            200: {
+                "description": "ExportTraceServiceResponse (in the request's encoding); every "
+                "span was acknowledged.",
+                "content": {
+                    "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
+                    "application/json": {"schema": {"type": "object"}},
+                },
+            },
             **openapi.error_responses(*openapi.INGEST_ERRORS),
         },
     )
@@ -433,13 +440,33 @@ def _add_operations_routes(app: FastAPI, gw: Gateway) -> None:
     async def healthz() -> Response:
         return _json({"status": "ok"})
 
-    @app.get("/readyz", summary="Readiness: the broker is reachable", tags=["operations"])
+    status = {
+        "application/json": {
+            "schema": {"type": "object", "properties": {"status": {"type": "string"}}}
+        }
+    }
+
+    @app.get(
+        "/readyz",
+        summary="Readiness: the broker is reachable",
+        tags=["operations"],
+        responses={
+            200: {"description": "Ready.", "content": status},
+            503: {"description": "The broker is unreachable.", "content": status},
+        },
+    )
     async def readyz() -> Response:
         if await gw.publisher.ready():
             return _json({"status": "ready"})
         return _json({"status": "not ready"}, 503, {"Retry-After": str(gw.settings.retry_after_s)})
 
-    @app.get("/metrics", summary="Prometheus metrics", tags=["operations"])
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics",
+        tags=["operations"],
+        response_class=PlainTextResponse,
+        responses={200: {"description": "Prometheus text format.", "content": {"text/plain": {}}}},
+    )
     async def prometheus_metrics() -> Response:
         return Response(generate_latest(gw.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 

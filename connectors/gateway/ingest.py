@@ -31,10 +31,28 @@ class Encoder:
     def __init__(self, redactor: Redactor | None) -> None:
         self.redactor = redactor
 
+    def encode_all(self, records: list[dict[str, JSON]]) -> list[bytes]:
+        """Like `encode` per record, with the pre-filter run once over the whole batch."""
+        redactor = self.redactor
+        try:
+            data = [orjson.dumps(record) for record in records]
+        except TypeError as exc:
+            raise Rejected(
+                422, "unencodable", f"a record cannot be encoded as JSON: {exc}"
+            ) from exc
+        if redactor is None or not redactor.needs_walk(b"\n".join(data)):
+            return data
+        return [self.encode(record) for record in records]
+
     def encode(self, record: dict[str, JSON]) -> bytes:
-        data = orjson.dumps(record)
-        if self.redactor is not None and self.redactor.needs_walk(data):
-            data = orjson.dumps(self.redactor.redact(record))
+        try:
+            data = orjson.dumps(record)
+            if self.redactor is not None and self.redactor.needs_walk(data):
+                data = orjson.dumps(self.redactor.redact(record))
+        except TypeError as exc:  # e.g. an integer beyond 64 bits made by a codec
+            raise Rejected(
+                422, "unencodable", f"a record cannot be encoded as JSON: {exc}"
+            ) from exc
         return data
 
 
@@ -64,7 +82,8 @@ def signal_records(
 ) -> list[OutRecord]:
     """Native / seed-003 signals; `episode_id` fills in for signals that name none."""
     problems = _Problems("signal")
-    out: list[OutRecord] = []
+    keys: list[str] = []
+    records: list[dict[str, JSON]] = []
     for index, obj in enumerate(items):
         try:
             sig = signal_from_obj(obj, episode_id=episode_id)
@@ -73,10 +92,11 @@ def signal_records(
             continue
         record = dict(obj)
         record["id"] = sig.id  # a content-derived id is fixed here, before stamping
-        key = caller.stamp(record, sig.episode_id)
-        out.append(OutRecord(SIGNALS, key, encoder.encode(record)))
+        keys.append(caller.stamp(record, sig.episode_id))
+        records.append(record)
     problems.raise_if_any(len(items))
-    return out
+    values = encoder.encode_all(records)
+    return [OutRecord(SIGNALS, key, value) for key, value in zip(keys, values, strict=True)]
 
 
 def llm_call_records(
@@ -125,12 +145,14 @@ def converted_records(
 
 
 def wire_records(signals: Iterable[Signal], caller: Caller, encoder: Encoder) -> list[OutRecord]:
-    out = []
+    keys: list[str] = []
+    records: list[dict[str, JSON]] = []
     for sig in signals:
         record = sig.to_wire()
-        key = caller.stamp(record, sig.episode_id)
-        out.append(OutRecord(SIGNALS, key, encoder.encode(record)))
-    return out
+        keys.append(caller.stamp(record, sig.episode_id))
+        records.append(record)
+    values = encoder.encode_all(records)
+    return [OutRecord(SIGNALS, key, value) for key, value in zip(keys, values, strict=True)]
 
 
 def episode_ids(records: Iterable[OutRecord], limit: int = 100) -> list[str]:

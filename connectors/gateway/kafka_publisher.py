@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
+from aiokafka.partitioner import DefaultPartitioner
 
 from connectors.gateway.errors import Unavailable
 from connectors.gateway.publisher import OutRecord
@@ -46,6 +47,8 @@ class KafkaPublisher:
         self._producer: AIOKafkaProducer | None = None
         self._connector: asyncio.Task[None] | None = None
         self._topics: dict[str, str] = {}
+        self._partitions: dict[tuple[str, bytes], int] = {}
+        self._partitioner = DefaultPartitioner()
         self._last_error = "not started"
 
     def _new_producer(self) -> AIOKafkaProducer:
@@ -90,7 +93,42 @@ class KafkaPublisher:
                 await self._connector
         if self._producer is not None:
             producer, self._producer = self._producer, None
-            await producer.stop()  # flushes what is still buffered
+            await self._close(producer)
+
+    async def _close(self, producer: AIOKafkaProducer) -> None:
+        """Flush and close, but never hang: with the broker gone, aiokafka's stop() retries
+        its in-flight batches forever. Those records were never acknowledged, so no client
+        got a 2xx for them; giving up on them loses nothing that was promised."""
+        stopping = asyncio.ensure_future(producer.stop())
+        try:
+            await asyncio.wait_for(asyncio.shield(stopping), self.publish_timeout_s)
+            return
+        except TimeoutError:
+            log.warning("Kafka did not take the last records within %s s", self.publish_timeout_s)
+        # aiokafka has no public way to abandon a send in flight: stop its sender task.
+        sender_task = getattr(getattr(producer, "_sender", None), "sender_task", None)
+        for task in (sender_task, stopping):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, KafkaError):
+                    await task
+        await producer.client.close()
+
+    def _partition(self, producer: AIOKafkaProducer, topic: str, key: bytes) -> int | None:
+        """The default partitioner's choice, cached per key (episodes send many records);
+        None (let aiokafka decide) while the topic's metadata is unknown."""
+        cached = self._partitions.get((topic, key))
+        if cached is not None:
+            return cached
+        partitions = producer.client.cluster.partitions_for_topic(topic)
+        if not partitions:
+            return None
+        if len(self._partitions) >= 100_000:
+            self._partitions.clear()
+        ordered = sorted(partitions)
+        chosen: int = self._partitioner(key, ordered, ordered)
+        self._partitions[(topic, key)] = chosen
+        return chosen
 
     def _topic(self, stream: str) -> str:
         topic = self._topics.get(stream)
@@ -117,11 +155,14 @@ class KafkaPublisher:
             try:
                 async with asyncio.timeout_at(deadline):
                     for record in records:
+                        topic = self._topic(record.stream)
+                        key = record.key.encode("utf-8")
                         futures.append(
                             await producer.send(
-                                self._topic(record.stream),
+                                topic,
                                 value=record.value,
-                                key=record.key.encode("utf-8"),
+                                key=key,
+                                partition=self._partition(producer, topic, key),
                             )
                         )
             except TimeoutError:

@@ -125,28 +125,25 @@ def _loads(data: bytes, where: str, limits: Limits) -> JSON:
 def json_items(body: bytes, content_type: str | None, limits: Limits) -> list[JSON]:
     """The records of a body: a JSON array, one JSON object, or NDJSON (one per line).
 
-    Without an NDJSON content type, a body that is not one JSON document but whose lines
-    are is read as NDJSON too (curl's default content type is form-encoded)."""
-    kind = media_type(content_type)
+    A body that is not one JSON document but whose lines are is read as NDJSON whatever its
+    content type says (curl sends form-encoded, some loggers send NDJSON as JSON)."""
     stripped = body.strip()
     if not stripped:
         raise Rejected(400, "empty_body", "the request body is empty; send JSON or NDJSON")
-    if kind in NDJSON_TYPES:
-        items = _ndjson(body, limits)
-    elif stripped[:1] == b"[" or kind == "application/json" or b"\n" not in stripped:
-        doc = _loads(body, "the body", limits)
-        items = doc if isinstance(doc, list) else [doc]
-    else:
-        try:
-            doc = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            items = _ndjson(body, limits)
-        else:
-            items = doc if isinstance(doc, list) else [doc]
+    if media_type(content_type) in NDJSON_TYPES:
+        return _ndjson(body, limits)  # checks each line as it goes
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if b"\n" not in stripped or "depth" in str(exc):
+            _loads(body, "the body", limits)  # raises the precise error
+        return _ndjson(body, limits)
+    items = doc if isinstance(doc, list) else [doc]
     if len(items) > limits.max_items:
         raise too_many(limits, len(items))
-    for index, item in enumerate(items):
-        check_value(item, limits, index)
+    if not _obviously_within(body, limits):
+        for index, item in enumerate(items):
+            check_value(item, limits, index)
     return items
 
 
@@ -154,7 +151,21 @@ def _ndjson(body: bytes, limits: Limits) -> list[JSON]:
     lines = [(n, line) for n, line in enumerate(body.split(b"\n"), start=1) if line.strip()]
     if len(lines) > limits.max_items:
         raise too_many(limits, len(lines))
-    return [_loads(line, f"line {n}", limits) for n, line in lines]
+    items = []
+    for index, (n, line) in enumerate(lines):
+        item = _loads(line, f"line {n}", limits)
+        if not _obviously_within(line, limits):
+            check_value(item, limits, index)
+        items.append(item)
+    return items
+
+
+def _obviously_within(raw: bytes, limits: Limits) -> bool:
+    """No string can be longer than the raw text, nor nesting deeper than its brackets."""
+    return (
+        len(raw) <= limits.max_string_length
+        and raw.count(b"{") + raw.count(b"[") <= limits.max_depth
+    )
 
 
 def check_value(value: JSON, limits: Limits, index: int | None = None) -> None:

@@ -186,26 +186,30 @@ class AnthropicProxy:
             return _anthropic_error(502, "api_error", message)
         finally:
             await upstream.aclose()
+        summary: MessageSummary | None = None
+        failure: dict[str, JSON] | None = None
         if upstream.is_success:
             try:
                 summary = summarize_message(orjson.loads(content))
             except orjson.JSONDecodeError:
                 summary = MessageSummary()
-            self._record(ctx, summary, None)
-            outcome = "ok"
         else:
-            self._record(ctx, None, _error_of(upstream.status_code, content))
-            outcome = "upstream_error"
+            failure = _error_of(upstream.status_code, content)
+        outcome = "ok" if failure is None else "upstream_error"
         self.metrics.proxy_calls.labels(outcome, "false").inc()
+        # Recorded after the answer went out: the recording costs the caller no latency.
         return Response(
             content,
             upstream.status_code,
             out_headers,
-            background=BackgroundTask(self._observe, ctx),
+            background=BackgroundTask(self._after, ctx, summary, failure),
         )
 
-    async def _observe(self, ctx: CallContext) -> None:
+    async def _after(
+        self, ctx: CallContext, summary: MessageSummary | None, failure: dict[str, JSON] | None
+    ) -> None:
         self.metrics.proxy_upstream_latency.observe(time.monotonic() - ctx.started_monotonic)
+        self._record(ctx, summary, failure)
 
     async def _relay(self, ctx: CallContext, upstream: httpx.Response) -> AsyncIterator[bytes]:
         accumulator = MessageAccumulator()
@@ -236,8 +240,13 @@ class AnthropicProxy:
     def _record(
         self, ctx: CallContext, summary: MessageSummary | None, failure: dict[str, JSON] | None
     ) -> None:
-        signals = self.call_signals(ctx, summary, failure)
-        records = wire_records(signals, ctx.caller, self.encoder)
+        try:
+            signals = self.call_signals(ctx, summary, failure)
+            records = wire_records(signals, ctx.caller, self.encoder)
+        except Exception:  # a recording that cannot be built must not break the call
+            self.metrics.proxy_record_failures.inc()
+            log.warning("could not build the recording of a proxied call", exc_info=True)
+            return
         task = asyncio.create_task(self._publish(records))
         self.recordings.add(task)
         task.add_done_callback(self.recordings.discard)

@@ -58,11 +58,36 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
-# Looser than every rule above: any record a rule could change contains one of these.
-_PREFILTER = re.compile(
-    rb"(?i)sk-|bearer|akia|asia|gh[pousr]_|xox|aiza|eyj|evs_|private key|"
-    rb"authori[sz]ation|api[-_]?key|(?:access|refresh|id)_token|evalstream-token|password|"
-    rb"passwd|secret|cookie|private_key"
+# Looser than every rule above: any record a rule could change contains one of these. Plain
+# substring tests (C speed, ~1 µs a record) instead of one alternation regex (~25 µs).
+_EXACT_NEEDLES = (
+    b"AKIA",
+    b"ASIA",
+    b"AIza",
+    b"eyJ",
+    b"xox",
+    b"ghp_",
+    b"gho_",
+    b"ghu_",
+    b"ghs_",
+    b"ghr_",
+    b"evs_",
+)
+_FOLDED_NEEDLES = (
+    b"sk-",
+    b"bearer",
+    b"private key",
+    b"authori",
+    b"api-key",
+    b"api_key",
+    b"apikey",
+    b"_token",
+    b"-token",
+    b"password",
+    b"passwd",
+    b"secret",
+    b"cookie",
+    b"private_key",
 )
 
 
@@ -71,7 +96,14 @@ class Redactor:
         self.counts: Counter[str] = Counter()
 
     def needs_walk(self, serialised: bytes) -> bool:
-        return _PREFILTER.search(serialised) is not None
+        for needle in _EXACT_NEEDLES:
+            if needle in serialised:
+                return True
+        folded = serialised.lower()
+        for needle in _FOLDED_NEEDLES:  # noqa: SIM110 - a plain loop beats any() + generator here
+            if needle in folded:
+                return True
+        return False
 
     def redact(self, value: JSON) -> JSON:
         """A redacted copy of a decoded JSON value (the input is left unchanged)."""

@@ -1,21 +1,21 @@
-"""`evalstream gateway` (the HTTP gateway on Kafka) and `evalstream gateway-token`."""
+"""`evalstream gateway` (the HTTP gateway on Kafka) and `evalstream gateway-token`.
+
+The gateway's modules (FastAPI, uvicorn, protobuf) load only when a gateway command runs, so
+every other command starts without them.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from assertions.errors import InputError
-from connectors.gateway import (
-    GatewaySettings,
-    KafkaPublisher,
-    create_gateway_app,
-    load_gateway_settings,
-)
-from connectors.gateway.auth import TENANT_RE, new_token, stored_form
+
+if TYPE_CHECKING:
+    from connectors.gateway import GatewaySettings
 
 
 def _user_error(message: str) -> click.ClickException:
@@ -26,6 +26,8 @@ def _user_error(message: str) -> click.ClickException:
 
 def embedded_gateway_settings(port: int) -> GatewaySettings:
     """Settings of the gateway inside `evalstream up`: anonymous unless tokens are set."""
+    from connectors.gateway import load_gateway_settings  # noqa: PLC0415 - see the docstring
+
     try:
         settings = load_gateway_settings(None, os.environ, {"port": port})
         if not settings.tokens_file and not settings.tokens:
@@ -69,6 +71,12 @@ def register(group: click.Group) -> None:
         Every accepted request was acknowledged by Kafka (acks=all) before the answer."""
         import uvicorn  # noqa: PLC0415 - only this command serves HTTP
 
+        from connectors.gateway import (  # noqa: PLC0415 - see the module docstring
+            KafkaPublisher,
+            create_gateway_app,
+            load_gateway_settings,
+        )
+
         try:
             settings = load_gateway_settings(config_file, os.environ, overrides)
             publisher = KafkaPublisher(
@@ -100,6 +108,8 @@ def register(group: click.Group) -> None:
         """Make a new random token for TENANT; prints the token and its tokens-file line.
 
         Give the token to the tenant; put only the hash in the gateway's tokens file."""
+        from connectors.gateway.auth import TENANT_RE, new_token, stored_form  # noqa: PLC0415
+
         if not TENANT_RE.match(tenant):
             raise _user_error(
                 f"tenant {tenant!r}: use 1-64 letters, digits, '.', '_' or '-', "

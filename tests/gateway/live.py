@@ -121,3 +121,44 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.02)
+
+
+async def read_key(
+    bootstrap: str, topic: str, key: str, *, count: int, timeout: float = 30.0
+) -> list[Message]:
+    """The messages of one key (an episode), in log order, once `count` of them arrived."""
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
+    )
+    await consumer.start()
+    out: list[Message] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            batch = await consumer.getmany(timeout_ms=300)
+            for tp, messages in batch.items():
+                for m in messages:
+                    if m.key.decode() == key:
+                        out.append(Message(key, json.loads(m.value), m.value, tp.partition))
+    finally:
+        await consumer.stop()
+    return out
+
+
+def read_key_sync(bootstrap: str, topic: str, key: str, *, count: int) -> list[Message]:
+    return asyncio.run(read_key(bootstrap, topic, key, count=count))
+
+
+async def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    """`ensure_topics`, retried while a just-created topic's metadata has not propagated
+    (its description briefly shows 0 partitions on a loaded machine)."""
+    from connectors.kafka_topics import TopicMismatchError, ensure_topics  # noqa: PLC0415
+
+    for attempt in range(20):
+        try:
+            await ensure_topics(bootstrap, names, partitions)
+            return
+        except TopicMismatchError:
+            if attempt == 19:
+                raise
+            await asyncio.sleep(0.5)

@@ -342,7 +342,7 @@ SECRETS = {
     "aws": "AKIAIOSFODNN7EXAMPLE",
     "github": "ghp_" + "a1B2c3D4e5" * 4,
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
-    "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 }
 
 

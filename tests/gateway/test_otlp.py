@@ -124,7 +124,10 @@ def check_agent_run(
     ]
     assert {r["episode_id"] for r in records} == {episode}
     trace = ids["trace"]
-    sid = lambda role, end: f"otel:{trace}:{ids[role]}:{end}"  # noqa: E731 - local shorthand
+
+    def sid(role: str, end: str) -> str:
+        return f"otel:{trace}:{ids[role]}:{end}"
+
     activated = by_name["agent:activated"]
     assert activated["id"] == sid("agent", "start")
     assert "parent" not in activated.get("source", {})

@@ -12,6 +12,7 @@ import anthropic
 import httpx
 import orjson
 import pytest
+from anthropic.types import MessageParam, ToolParam, ToolUseBlock
 
 from connectors.gateway.publisher import MemoryPublisher
 from tests.gateway.live import TOKENS, LiveServer, wait_for
@@ -21,8 +22,10 @@ JSON = Any
 StartGateway = Callable[..., tuple[LiveServer, MemoryPublisher]]
 API_KEY = "sk-ant-api03-client-key-" + "Q" * 40
 MODEL = "claude-haiku-4-5"
-HELLO = [{"role": "user", "content": "Hello there"}]
-TOOLS = [{"name": "get_weather", "description": "d", "input_schema": {"type": "object"}}]
+HELLO: list[MessageParam] = [{"role": "user", "content": "Hello there"}]
+TOOLS: list[ToolParam] = [
+    {"name": "get_weather", "description": "d", "input_schema": {"type": "object"}}
+]
 
 
 def gateway_headers(tenant: str = "acme", **extra: str) -> dict[str, str]:
@@ -136,7 +139,7 @@ def test_async_tool_use_is_recorded_as_tool_calls(proxy: Proxy) -> None:
 
     message = asyncio.run(call())
     block = message.content[1]
-    assert block.type == "tool_use"
+    assert isinstance(block, ToolUseBlock)
     start, end, tool = records(publisher, 3)
     assert {r["episode_id"] for r in (start, end, tool)} == {"globex/sess-1"}
     assert start["payload"]["input"]["tools"] == ["get_weather"]
@@ -188,8 +191,10 @@ def test_streaming_is_passed_through_event_by_event(proxy: Proxy) -> None:
     assert end["payload"]["output"]["content"] == "A long answer " * 5
     assert end["payload"]["output"]["usage"]["outputTokens"] == proxied.usage.output_tokens
     assert end["payload"]["stopReason"] == "tool_use"
+    called = proxied.content[1]
+    assert isinstance(called, ToolUseBlock)
     assert tool["payload"] == {
-        "id": proxied.content[1].id,
+        "id": called.id,
         "name": "get_weather",
         "input": {"city": "Bergen", "days": 3},
     }
