@@ -116,6 +116,47 @@ class EpisodeQuery:
     def to_json(self) -> dict[str, JSON]:
         return {**self.params(), "limit": self.limit}
 
+    def matches(self, episode: JSON) -> bool:
+        """Whether an episode passes the filters as the store applies them (for episodes read
+        from files; `limit` is the caller's): agent id and status equal, some step with the
+        model, provider or tool, `started_at` within since/until. What cannot be judged (not
+        an object, no or a malformed `started_at`, steps that are not a list) passes, so the
+        codec reports it instead of it vanishing."""
+        if not isinstance(episode, Mapping):
+            return True
+        if self.agent_id is not None and episode.get("agent_id") != self.agent_id:
+            return False
+        if self.status is not None and episode.get("status") != self.status:
+            return False
+        steps = episode.get("steps")
+        if isinstance(steps, list):
+            for key, wanted in (("model", self.model), ("provider", self.provider)):
+                if wanted is not None and not any(
+                    isinstance(st, Mapping) and st.get(key) == wanted for st in steps
+                ):
+                    return False
+            if self.tool is not None and not any(
+                isinstance(st, Mapping) and st.get("tool_name") == self.tool for st in steps
+            ):
+                return False
+        started = _moment(episode.get("started_at"))
+        if started is None:
+            return True
+        since, until = _moment(_iso(self.since, "since")), _moment(_iso(self.until, "until"))
+        return not (
+            (since is not None and started < since) or (until is not None and started > until)
+        )
+
+
+def _moment(value: JSON) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
 
 @dataclass(frozen=True, slots=True)
 class StoreHealth:

@@ -20,8 +20,10 @@ Baselines (exactly one mode):
 - `none`: no baseline; cost, latency and tool match are unscored (never compared with the
   episode itself).
 
-Episodes still `running` are skipped (listed in the run). Bad episodes are rejected one by
-one with the codec's message; the rest are still scored.
+The filters (agent id, model, status, since, until, limit) go to the store, or apply to
+episodes from files as the store would apply them (`EpisodeQuery.matches`); from files,
+`limit` applies only when given. Episodes still `running` are skipped (listed in the run).
+Bad episodes are rejected one by one with the codec's message; the rest are still scored.
 """
 
 from __future__ import annotations
@@ -173,37 +175,48 @@ class _Decoded:
 
 
 async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[str, JSON]]:
-    if settings.store_url is None:
-        for item in read_episode_files(settings.files):
-            if isinstance(item, FileProblem):
-                yield item.where, item.error
-            else:
-                yield item.where, item.episode
-        return
+    from_files = settings.store_url is None
+    # Files: every episode unless --limit was given; a store: its page limit (default 50).
+    limit = None if from_files and "limit" not in settings.model_fields_set else settings.limit
     query = EpisodeQuery(
         agent_id=settings.agent_id,
         model=settings.model,
         status=settings.status,
         since=None if settings.since is None else parse_since(settings.since, now),
         until=None if settings.until is None else parse_since(settings.until, now),
-        limit=settings.limit,
+        limit=limit,
     )
+    # The baseline run may lie outside the scored window: only agent and model select it.
+    base_query = EpisodeQuery(
+        agent_id=settings.agent_id, model=settings.model, limit=BASELINE_RUN_LIMIT
+    )
+    if from_files:
+        taken = 0
+        for item in read_episode_files(settings.files):
+            if isinstance(item, FileProblem):
+                yield item.where, item.error
+            elif _in_run(item.episode, settings) and base_query.matches(item.episode):
+                yield item.where, item.episode
+            elif query.matches(item.episode) and (limit is None or taken < limit):
+                taken += 1
+                yield item.where, item.episode
+        return
+    assert settings.store_url is not None
     async with EpisodeStoreClient(settings.store_url, timeout_s=settings.timeout_s) as store:
         async for episode in store.iter_episodes(query):
-            where = f"{settings.store_url}/v1/episodes/{_id_of(episode)}"
-            yield where, episode
+            yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
         if settings.baseline == "run":
-            # The baseline run may lie outside the scored window: read it on its own.
-            base_query = EpisodeQuery(
-                agent_id=settings.agent_id, model=settings.model, limit=BASELINE_RUN_LIMIT
-            )
             async for episode in store.iter_episodes(base_query):
-                metadata = episode.get("metadata") if isinstance(episode, Mapping) else None
-                if (
-                    isinstance(metadata, Mapping)
-                    and metadata.get("run_id") == settings.baseline_run
-                ):
+                if _in_run(episode, settings):
                     yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
+
+
+def _in_run(episode: JSON, settings: ScoreSettings) -> bool:
+    """Whether an episode belongs to the explicit baseline run (`metadata.run_id`)."""
+    if settings.baseline != "run" or not isinstance(episode, Mapping):
+        return False
+    metadata = episode.get("metadata")
+    return isinstance(metadata, Mapping) and metadata.get("run_id") == settings.baseline_run
 
 
 def _id_of(episode: JSON) -> str:

@@ -242,6 +242,30 @@ def test_score_files_against_an_explicit_baseline_run(evalstream: Run, tmp_path:
     assert candidate["scores"]["baseline"] == "run:golden [agent_id=support-bot,case_id=refund]"
 
 
+def test_filters_apply_to_files_too(evalstream: Run, tmp_path: Path) -> None:
+    episodes = [
+        make_episode(f"bot-{i}", start=T0 + timedelta(hours=i), case_id=None) for i in range(4)
+    ]
+    episodes.append(make_episode("other", agent="other-bot", case_id=None))
+    episodes.append(make_episode("claude", model="claude-sonnet-4-5", case_id=None))
+    path = tmp_path / "export.ndjson"
+    path.write_text("".join(json.dumps(e) + "\n" for e in episodes))
+
+    def scored(*args: str) -> list[str]:
+        proc = evalstream("score", str(path), "--no-baseline", "-o", "r.json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return sorted(e["episode_id"] for e in results(tmp_path / "r.json")["episodes"])
+
+    assert len(scored()) == 6  # files: every episode unless --limit is given
+    assert scored("--agent-id", "other-bot") == ["other"]
+    assert scored("--model", "claude-sonnet-4-5") == ["claude"]
+    assert scored("--since", "2026-01-01T02:00:00Z", "--agent-id", "support-bot") == [
+        "bot-2",
+        "bot-3",
+    ]
+    assert scored("--limit", "2") == ["bot-0", "bot-1"]
+
+
 def test_a_baseline_run_that_does_not_exist(evalstream: Run, tmp_path: Path) -> None:
     path = tmp_path / "export.ndjson"
     path.write_text(json.dumps(make_episode("e")) + "\n")
