@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaProducer
 
 from connectors.jsonl import Rejected, read_signals
+from connectors.kafka_io import TopicWriter
 from connectors.kafka_topics import ensure_topics
+from connectors.recording import RecordedMessage
 
-RAW_LINES_IN_FLIGHT = 2_000  # awaited in batches: bounded memory, still pipelined
+ANY_PARTITION = -1  # no recorded partition: the key decides
 
 
 async def publish_jsonl_files(
@@ -29,27 +30,17 @@ async def publish_jsonl_files(
 ) -> int:
     """Publish every line of `files` to `topic`; returns how many records were acknowledged."""
     await ensure_topics(bootstrap, [topic], partitions, replication_factor)
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    await producer.start()
-    sent = 0
+    writer = TopicWriter(bootstrap, topic, keep_timestamps=False)
+    await writer.start()
     try:
-        pending = []
         for path in files:
             for item in read_signals(str(path)):
                 if isinstance(item, Rejected):
-                    pending.append(await producer.send(topic, item.raw, key=None))
+                    key, value = None, item.raw
                 else:
-                    value = orjson.dumps(item.to_wire())
-                    key = item.episode_id.encode()
-                    pending.append(await producer.send(topic, value, key=key))
-                if len(pending) >= RAW_LINES_IN_FLIGHT:
-                    for future in pending:
-                        await future
-                    sent += len(pending)
-                    pending.clear()
-        for future in pending:
-            await future
-        sent += len(pending)
+                    key, value = item.episode_id.encode(), orjson.dumps(item.to_wire())
+                await writer.send(RecordedMessage(topic, ANY_PARTITION, -1, 0, key, value))
+        await writer.flush()
     finally:
-        await producer.stop()
-    return sent
+        await writer.stop()
+    return writer.sent

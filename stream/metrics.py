@@ -78,8 +78,10 @@ class PipelineMetrics:
             ["topic", "partition"],
             registry=r,
         )
-        # Scoring and regression alerts (agent and variant values are capped by the caller,
-        # see `BoundedLabels`, so a flood of agent ids cannot blow up the series count).
+        # Scoring and regression alerts. Agent and variant values go through `agent_labels`,
+        # one cap per registry (not per pipeline), so a flood of agent ids cannot blow up the
+        # series count.
+        self.agent_labels = BoundedLabels()
         self.scores = Histogram(
             "evalstream_episode_score",
             "Scores of closed episodes per dimension (correctness, cost, tool_match, latency, "

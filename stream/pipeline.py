@@ -30,7 +30,7 @@ from assertions.scoring_stage import ScoredEpisode, ScoringStage
 from assertions.signals import Signal, signal_from_obj
 from assertions.suites import Suite, SuiteSet
 from connectors.llm_call_codec import llm_call_signals
-from stream.metrics import BoundedLabels, PipelineMetrics
+from stream.metrics import PipelineMetrics
 from stream.offline import resolve_judgements
 
 JSON = Any
@@ -128,7 +128,6 @@ class Pipeline:
                     self.metrics.episode_alerts.labels(severity.value, dimension)
         self.regression = regression
         self.on_scored = on_scored
-        self.agent_labels = BoundedLabels()
         self._watermark = float("-inf")
         self._last_sweep = float("-inf")
 
@@ -292,7 +291,8 @@ class Pipeline:
 
     async def _emit_scored(self, result: EpisodeResult, scored: ScoredEpisode) -> None:
         obs = scored.observation
-        agent, variant = self.agent_labels(obs.agent_id), self.agent_labels(obs.variant)
+        labels = self.metrics.agent_labels
+        agent, variant = labels(obs.agent_id), labels(obs.variant)
         values = {**scored.scores.dimensions(), "overall": scored.scores.overall}
         for name, value in values.items():
             if value is not None:

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from assertions.assembly import CloseRules
-from assertions.errors import InputError
+from connectors.layered_settings import load_layered
 
 JSON = Any
 ENV_PREFIX = "EVALSTREAM_"
@@ -101,24 +100,11 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, JSON] | None = None,
 ) -> WorkerSettings:
-    data: dict[str, JSON] = {}
-    if config_file is not None:
-        path = Path(config_file)
-        try:
-            loaded = yaml.safe_load(path.read_text("utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise InputError(f"{path}: cannot read worker config: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise InputError(f"{path}: the worker config must be a mapping of settings")
-        data.update(loaded)
-    data.update(_from_env(env or {}))
-    data.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    try:
-        return WorkerSettings.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        origin = f" (from {config_file} or {ENV_PREFIX}{field.upper()})" if field else ""
-        valid = ", ".join(WorkerSettings.model_fields)
-        hint = f"; valid settings: {valid}" if err["type"] == "extra_forbidden" else ""
-        raise InputError(f"worker setting {field!r}{origin}: {err['msg']}{hint}") from exc
+    return load_layered(
+        WorkerSettings,
+        "worker",
+        config_file,
+        env_values=_from_env(env or {}),
+        env_prefix=ENV_PREFIX,
+        overrides=overrides,
+    )

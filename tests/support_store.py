@@ -15,7 +15,6 @@ every answer down; `fail_with` makes every answer that HTTP status.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 import uuid
@@ -26,6 +25,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
+
+from tests.support.ports import free_port as _free_port
 
 JSON = Any
 
@@ -207,9 +208,3 @@ class EpisodeStoreServer:
     ) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

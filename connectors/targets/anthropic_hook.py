@@ -250,17 +250,7 @@ class RecordingTransport(httpx2.BaseTransport):
         if response.status_code >= 400 or not call.streaming:
             body = response.read()
             response.close()
-            if response.status_code >= 400:
-                call.error(body[:500].decode("utf-8", "replace"), response.status_code)
-            else:
-                call.finish_body(body)
-            return httpx2.Response(
-                response.status_code,
-                headers=_plain_headers(response),
-                content=body,
-                request=request,
-                extensions=response.extensions,
-            )
+            return _buffered(call, request, response, body)
         assert isinstance(response.stream, httpx2.SyncByteStream)
         return httpx2.Response(
             response.status_code,
@@ -272,6 +262,23 @@ class RecordingTransport(httpx2.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _buffered(
+    call: _Call, request: httpx2.Request, response: httpx2.Response, body: bytes
+) -> httpx2.Response:
+    """Records a whole (error or non-streamed) answer and hands the client a copy of it."""
+    if response.status_code >= 400:
+        call.error(body[:500].decode("utf-8", "replace"), response.status_code)
+    else:
+        call.finish_body(body)
+    return httpx2.Response(
+        response.status_code,
+        headers=_plain_headers(response),
+        content=body,
+        request=request,
+        extensions=response.extensions,
+    )
 
 
 class AsyncRecordingTransport(httpx2.AsyncBaseTransport):
@@ -300,17 +307,7 @@ class AsyncRecordingTransport(httpx2.AsyncBaseTransport):
         if response.status_code >= 400 or not call.streaming:
             body = await response.aread()
             await response.aclose()
-            if response.status_code >= 400:
-                call.error(body[:500].decode("utf-8", "replace"), response.status_code)
-            else:
-                call.finish_body(body)
-            return httpx2.Response(
-                response.status_code,
-                headers=_plain_headers(response),
-                content=body,
-                request=request,
-                extensions=response.extensions,
-            )
+            return _buffered(call, request, response, body)
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         return httpx2.Response(
             response.status_code,

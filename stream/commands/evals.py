@@ -157,6 +157,23 @@ def _progress(enabled: bool) -> RichProgress | None:
     return RichProgress() if enabled else None
 
 
+def _prepare(
+    dataset: str, reports: tuple[str, ...], no_signals: bool, run: dict[str, Any]
+) -> tuple[Suite, RunSettings]:
+    """What `eval` and `matrix` check before running: the dataset, the report paths' formats
+    and the run settings (the common run options in `run`)."""
+    suite = _load_suite(dataset)
+    for path in reports:
+        _report_format(path)
+    settings = _settings(
+        tags=tuple(run.pop("tags")),
+        case_ids=tuple(run.pop("case_ids")),
+        keep_signals=not no_signals,
+        **run,
+    )
+    return suite, settings
+
+
 def _settings(**kwargs: Any) -> RunSettings:
     try:
         return RunSettings(**kwargs)
@@ -345,16 +362,8 @@ def eval_command(
     **run: Any,
 ) -> None:
     """Run DATASET's cases against a target and evaluate them (seed 003 runDataset)."""
-    suite = _load_suite(dataset)
-    for path in reports:
-        _report_format(path)
+    suite, settings = _prepare(dataset, reports, no_signals, run)
     base = _load_run(baseline) if baseline else None
-    settings = _settings(
-        tags=tuple(run.pop("tags")),
-        case_ids=tuple(run.pop("case_ids")),
-        keep_signals=not no_signals,
-        **run,
-    )
     try:
         runner = DatasetRunner(
             suite,
@@ -448,15 +457,7 @@ def matrix_command(
     **run: Any,
 ) -> None:
     """Run DATASET once per variant; rank them and recommend one (seed 003 runMatrix)."""
-    suite = _load_suite(dataset)
-    for path in reports:
-        _report_format(path)
-    settings = _settings(
-        tags=tuple(run.pop("tags")),
-        case_ids=tuple(run.pop("case_ids")),
-        keep_signals=not no_signals,
-        **run,
-    )
+    suite, settings = _prepare(dataset, reports, no_signals, run)
     try:
         variants = load_variants(variants_path)
         runner = MatrixRunner(

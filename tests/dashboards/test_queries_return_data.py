@@ -19,10 +19,11 @@ from stream.dashboards import generate
 from stream.dev_kafka import KafkaBroker
 from tests.graders.judge_helpers import KEYWORDS, honest_judge
 from tests.kafka.helpers import Deployment
-from tests.prometheus.conftest import PrometheusServer, free_port
+from tests.prometheus.conftest import PrometheusServer
 from tests.replay.helpers import REPO, cli
 from tests.scoring.http_peer import ScriptedServer
 from tests.support.messages_api import MessagesAPIServer
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.prometheus]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/suite.yaml"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -11,14 +10,10 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.ports import free_port
+
 EXE = Path(sys.executable).parent / "evalstream"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_up_serves_the_gateway_into_the_embedded_pipeline(tmp_path: Path) -> None:

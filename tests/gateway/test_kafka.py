@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -45,6 +44,7 @@ from tests.gateway.live import (
 )
 from tests.kafka.helpers import Deployment, consume, without_key
 from tests.support.messages_api import MessagesAPIServer, Reply
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.kafka
 JSON = Any
@@ -52,12 +52,6 @@ EXE = Path(sys.executable).parent / "evalstream"
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "code-review"
 API_KEY = "sk-ant-api03-kafka-test-" + "K" * 40
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -11,7 +11,8 @@ import pytest
 
 from stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import Deployment, consume, jsonl_records, produce
-from tests.prometheus.conftest import PrometheusServer, free_port
+from tests.prometheus.conftest import PrometheusServer
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.prometheus]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review"

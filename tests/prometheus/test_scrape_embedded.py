@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.prometheus.conftest import PrometheusServer, free_port
+from tests.prometheus.conftest import PrometheusServer
+from tests.support.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "code-review"

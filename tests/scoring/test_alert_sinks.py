@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import hmac
 import random
-import socket
 from typing import Any
 
 import orjson
@@ -21,6 +20,7 @@ from connectors.alert_sinks import (
     make_sink,
 )
 from tests.scoring.http_peer import Answer, ScriptedServer
+from tests.support.ports import free_port
 
 FAST = RetryPolicy(max_attempts=4, backoff_base_s=0.001, backoff_max_s=0.005, timeout_s=5.0)
 ALERT = {
@@ -47,12 +47,6 @@ class Failures:
 
     def __call__(self, sink: str, reason: str) -> None:
         self.calls.append((sink, reason))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.asyncio

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -18,6 +17,7 @@ from connectors.episode_store import (
     StoreUnavailableError,
 )
 from tests.scoring.episodes import T0, make_episode
+from tests.support.ports import free_port
 from tests.support_store import EpisodeStoreServer
 
 
@@ -112,9 +112,7 @@ async def test_fetch_and_replay(filled: EpisodeStoreServer) -> None:
 
 @pytest.mark.asyncio
 async def test_a_store_that_is_down() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens there
     async with EpisodeStoreClient(f"http://127.0.0.1:{port}") as client:
         with pytest.raises(
             StoreUnavailableError, match=r"cannot reach the episode store.*--store-url"
