@@ -36,9 +36,12 @@ VARIABLES = {
 }
 # The worker scores episodes (rolling baselines per agent), asks a judge (a local Messages
 # API server) for one agent's episodes, and delivers alerts to a webhook that refuses them,
-# so the scoring, judge and alert-delivery panels have data too.
+# so the scoring, judge and alert-delivery panels have data too. The examples share one model:
+# keyed by it, the baseline exists after 5 episodes and most episodes get cost and latency
+# scores, spread over the replay, so `rate()` sees them grow across scrapes (a series whose
+# every increment falls between two scrapes would read 0/0).
 SCORING_YAML = """\
-baselines: {{mode: rolling, window: 5, key_attrs: [agent_id]}}
+baselines: {{mode: rolling, window: 5, key_attrs: [model]}}
 sinks: [{{kind: webhook, name: refusing-hook, url: "{url}"}}]
 """
 JUDGED_SUITE = """\
@@ -49,7 +52,7 @@ defaultAssertions:
     criteria: ["identifies the SQL injection", "proposes a parameterized query"]
     minScore: 0.7
 """
-SPACING_MS = 5  # recorded time between messages: about 8 s of traffic at --speed 1
+SPACING_MS = 10  # recorded time between messages: about 16 s of traffic at --speed 1
 
 
 def substitute(expr: str) -> str:
