@@ -35,7 +35,7 @@ from stream.embedded import run_embedded, serve_metrics
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.offline import check_files
-from stream.settings import TOPIC_NAMES, WorkerSettings, load_settings
+from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings, load_settings
 from stream.table import print_table
 
 FORMATS = ("table", "json", "markdown", "junit")
@@ -394,7 +394,13 @@ def topics(config_file: str | None, **overrides: Any) -> None:
     names = [settings.topic(n) for n in TOPIC_NAMES]
     try:
         counts = asyncio.run(
-            ensure_topics(settings.broker, names, settings.partitions, settings.replication_factor)
+            ensure_topics(
+                settings.broker,
+                names,
+                settings.partitions,
+                settings.replication_factor,
+                compacted=[settings.topic(n) for n in COMPACTED_TOPICS],
+            )
         )
     except InputError as exc:
         raise UserError(str(exc)) from exc

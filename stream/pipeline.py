@@ -105,9 +105,12 @@ class Pipeline:
         scoring: ScoringStage | None = None,
         regression: RegressionHook | None = None,
         on_scored: Callable[[ScoredEpisode], Awaitable[None]] | None = None,
+        time_each_message: bool = True,
     ) -> None:
         """`event_time`: drive grace and inactivity by the input's own timestamps (a replay of a
-        finite recording, exactly as `evalstream check` does) instead of the wall clock."""
+        finite recording, exactly as `evalstream check` does) instead of the wall clock.
+        `time_each_message`: observe the evaluation-latency histogram per message (a batch
+        of one); a caller that handles batches (the Kafka worker) observes per batch."""
         self.pricing = pricing or default_pricing()
         # Pipelines of one process may share a suite set: plans compile once.
         self.suite_set = suite_set or SuiteSet(suites, CompileContext(self.pricing))
@@ -128,6 +131,9 @@ class Pipeline:
                     self.metrics.episode_alerts.labels(severity.value, dimension)
         self.regression = regression
         self.on_scored = on_scored
+        self.time_each_message = time_each_message
+        self._consumed: dict[str, Any] = {}  # topic -> its counter child (labels() is slow)
+        self._open_reported = -1
         self._watermark = float("-inf")
         self._last_sweep = float("-inf")
 
@@ -139,7 +145,10 @@ class Pipeline:
         `now` overrides the clock for this message (the Kafka worker passes the record's
         timestamp, so closing decisions follow the log). Returns the signals it carried."""
         started = time.perf_counter()
-        self.metrics.signals.labels(env.topic).inc()
+        consumed = self._consumed.get(env.topic)
+        if consumed is None:
+            consumed = self._consumed[env.topic] = self.metrics.signals.labels(env.topic)
+        consumed.inc()
         try:
             signals = self.decode(env)
         except SignalDecodeError as exc:
@@ -147,7 +156,8 @@ class Pipeline:
             return []
         for sig in signals:
             await self.handle_signal(sig, env, now)
-        self.metrics.evaluation_latency.observe(time.perf_counter() - started)
+        if self.time_each_message:
+            self.metrics.evaluation_latency.observe(time.perf_counter() - started)
         return signals
 
     def decode(self, env: Envelope) -> list[Signal]:
@@ -174,7 +184,11 @@ class Pipeline:
             signals = llm_call_signals(obj, episode_id=key)
         else:
             signals = [signal_from_obj(obj, episode_id=key)]
-        if key is not None and any(s.episode_id != key for s in signals):
+        if key is not None and (
+            signals[0].episode_id != key
+            if len(signals) == 1
+            else any(s.episode_id != key for s in signals)
+        ):
             raise SignalDecodeError(
                 "key_mismatch",
                 f"message key {key!r} differs from its episode_id {signals[0].episode_id!r}; "
@@ -260,7 +274,9 @@ class Pipeline:
                 self.metrics.verdict_delay.observe(max(0.0, now_s - early.signal.ts / 1000.0))
         if asm.ready:
             await self._emit_closed(asm.drain_ready())
-        self.metrics.open_episodes.set(len(asm.open))
+        if len(asm.open) != self._open_reported:
+            self._open_reported = len(asm.open)
+            self.metrics.open_episodes.set(self._open_reported)
 
     async def _emit_closed(self, closed: list[ClosedEpisode]) -> None:
         await resolve_judgements(closed, self.judge)

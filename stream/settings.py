@@ -22,8 +22,9 @@ TOPIC_NAMES = (
     "dlq",
     "observations",  # internal: scored episodes keyed by agent/variant, for regression windows
     "baselines",  # internal, compacted: rolling baselines keyed by baseline key
+    "closed",  # internal, compacted: closed-episode markers, in their signals' partition
 )
-COMPACTED_TOPICS = ("baselines",)
+COMPACTED_TOPICS = ("baselines", "closed")
 
 
 class WorkerSettings(BaseModel):
@@ -32,7 +33,10 @@ class WorkerSettings(BaseModel):
     broker: str = Field(
         "127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]."
     )
-    app_id: str = Field("evalstream", description="Consumer group and Faust app id.")
+    app_id: str = Field(
+        "evalstream",
+        description="Consumer group of the signals topic; faust's app id is `<app_id>-agents`.",
+    )
     topic_prefix: str = Field("evalstream.", description="Prefix of every topic name.")
     partitions: int = Field(8, ge=1, description="Partitions of every evalstream topic.")
     replication_factor: int = Field(1, ge=1)
@@ -64,7 +68,7 @@ class WorkerSettings(BaseModel):
     )
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(9464, ge=0, le=65535)
-    data_dir: str = Field(".evalstream", description="Local state of the worker (Faust tables).")
+    data_dir: str = Field(".evalstream", description="The worker's local state (faust's).")
 
     def topic(self, name: str) -> str:
         if name not in TOPIC_NAMES:

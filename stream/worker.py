@@ -10,14 +10,19 @@ Design (why it is safe under at-least-once delivery, crashes and rebalances):
   through a control record written into the episode's partition. Everything that shapes an
   episode is therefore in one partition's log, in order: replaying the log reproduces the
   same episodes, verdicts and records, byte for byte.
-- faust does not ack or commit the signals topic (it is declared with `acks=False`). The
-  worker commits, per partition, the first offset of the oldest episode still open there (or
-  the next offset when none is), only after the outputs and closed-markers of everything
-  before it were acknowledged by the broker. After a crash or a rebalance, consumption
-  resumes at that offset and open episodes are rebuilt by replay.
-- Closed episodes are marked in a faust table (one changelog write per episode, not per
-  signal). Replayed signals of an episode closed before the resume point are skipped; a
-  signal for a closed episode beyond its close offset is late and goes to the dead letters.
+- The signals topic is read in batches by an aiokafka group consumer of its own
+  (`stream.signals_consumer`), not by a faust agent: faust's per-message path cost ~80 % of
+  the time. faust runs everything else (the llm-calls and observations agents, timers, the
+  leader's crontab) in the group `<app_id>-agents`.
+- The worker commits, per signals partition, the first offset of the oldest episode still
+  open there (or the next offset when none is), only after the outputs and closed-markers
+  of everything before it were acknowledged by the broker. After a crash or a rebalance,
+  consumption resumes at that offset and open episodes are rebuilt by replay.
+- Closed episodes are marked in the compacted `closed` topic, in the partition of their
+  signals (one write per episode, not per signal); a partition's markers are read back when
+  it is assigned. Replayed signals of an episode closed before the resume point are
+  skipped; a signal for a closed episode beyond its close offset is late and goes to the
+  dead letters.
 - Outputs carry stable dedupe keys; a replay re-publishes identical records.
 """
 
@@ -35,7 +40,7 @@ from typing import Any
 
 import faust
 import orjson
-from faust.types import TP
+from aiokafka import AIOKafkaProducer
 
 from assertions.assembly import CloseReason
 from assertions.baselines import RollingBaselines
@@ -66,29 +71,13 @@ from stream.pipeline import (
     observation_from_record,
 )
 from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings
+from stream.signals_consumer import Records, SignalsConsumer
 
 JSON = Any
 log = logging.getLogger("evalstream.worker")
 
 CONTROL_NAME = "evalstream:close"  # reserved signal name of a control record
-GAP_FATAL_S = 30.0  # a hole in a partition's offsets that no re-delivery repairs: restart
-
-
-class KeepQueueTopic(faust.Topic):
-    """A topic whose stream queue is not emptied when flow control resumes.
-
-    faust empties every channel queue on `flow_control.resume()` at the end of a recovery,
-    after the fetcher already handed over (and counted as read) records of the resumed
-    partitions: those records would never reach the agent. Keeping them is safe here:
-    stale-generation events are dropped and re-deliveries are skipped by offset.
-    """
-
-    @property
-    def queue(self) -> Any:
-        if self._queue is None:
-            maxsize = self.maxsize or self.app.conf.stream_buffer_maxsize
-            self._queue = self.app.FlowControlQueue(maxsize=maxsize, clear_on_resume=False)
-        return self._queue
+Marker = dict[str, Any]  # {"offset": close offset, "closed_at": epoch s, "partition": p}
 
 
 @dataclass
@@ -101,8 +90,10 @@ class PartitionState:
     pending: list[Awaitable[Any]] = field(default_factory=list)
     last_committed: int | None = None
     close_requested: set[str] = field(default_factory=set)
-    gap_since: float | None = None
     current_offset: int = -1
+    gap_checked: int | None = None  # the expected offset a hole was last re-read from
+    markers: dict[str, Marker] = field(default_factory=dict)  # closed episodes by id
+    unsent_markers: list[tuple[str, Marker]] = field(default_factory=list)
 
     def resume_offset(self) -> int:
         for offset in self.first_offset.values():
@@ -118,12 +109,14 @@ class PartitionSink:
         self.state_ref = state_ref
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
-        topic = self.worker.out_topics[stream]
-        future = await topic.send(key=key.encode(), value=orjson.dumps(record))
+        worker = self.worker
+        future = await worker.producer.send(
+            worker.out_names[stream], orjson.dumps(record), key.encode()
+        )
         if self.state_ref:
             self.state_ref[0].pending.append(future)
-        if stream == ALERTS and self.worker.alert_sinks is not None:
-            self.worker.alert_sinks.offer(record)
+        if stream == ALERTS and worker.alert_sinks is not None:
+            worker.alert_sinks.offer(record)
 
 
 class AwaitedSink:
@@ -170,14 +163,14 @@ class Worker:
             self.regression = InlineRegression(detector, AwaitedSink(self), self.metrics)
         self.alert_sinks = build_alert_sinks(scoring, self.metrics) if scoring else None
         self.states: dict[int, PartitionState] = {}
-        self.anchors: dict[int, int] = {}
-        self.min_generation = -(10**9)
-        self._admin: Any = None
+        self.rebalancing = True  # of the signals group: until partitions are assigned
+        self.producer: Any = None  # aiokafka's, for the signals path; made on the app's loop
+        self.consumer: SignalsConsumer | None = None
         n = settings.partitions
         datadir = os.path.join(settings.data_dir, settings.app_id)
         os.makedirs(datadir, exist_ok=True)
         self.app = faust.App(
-            settings.app_id,
+            f"{settings.app_id}-agents",
             broker=f"kafka://{settings.broker}",
             store="memory://",
             web_enabled=False,
@@ -193,20 +186,16 @@ class Worker:
         )
         app = self.app
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
-        self.signals = KeepQueueTopic(
-            app, topics=[settings.topic("signals")], partitions=n, acks=False, **raw
-        )
+        self.signals = app.topic(settings.topic("signals"), partitions=n, **raw)
         self.llm_calls = app.topic(settings.topic("llm-calls"), partitions=n, **raw)
-        self.out_topics = {
-            VERDICTS: app.topic(settings.topic("verdicts"), partitions=n, **raw),
-            EPISODES: app.topic(settings.topic("episodes"), partitions=n, **raw),
-            DLQ: app.topic(settings.topic("dlq"), partitions=n, **raw),
-            ALERTS: app.topic(settings.topic("alerts"), partitions=n, **raw),
-            OBSERVATIONS: app.topic(settings.topic("observations"), partitions=n, **raw),
-            BASELINES: app.topic(settings.topic("baselines"), partitions=n, **raw),
+        self.out_names = {
+            stream: settings.topic(stream)
+            for stream in (VERDICTS, EPISODES, DLQ, ALERTS, OBSERVATIONS, BASELINES)
         }
-        self.closed = app.Table("closed-episodes", default=None, partitions=n)
-        app.agent(self.signals, name="evaluate", concurrency=1)(self._evaluate)
+        self.out_topics = {
+            stream: app.topic(name, partitions=n, **raw) for stream, name in self.out_names.items()
+        }
+        app.task(self._run_signals)
         app.agent(self.llm_calls, name="join-llm-calls", concurrency=1)(self._join_llm_calls)
         if self.regression is not None:
             app.agent(self.out_topics[OBSERVATIONS], name="detect", concurrency=1)(self._detect)
@@ -221,8 +210,6 @@ class Worker:
         app.timer(settings.prune_interval_s, name="prune-markers")(self._prune_markers)
         app.timer(5.0, name="recovery-watchdog")(self._recovery_watchdog)
         self._rebalancing_since: float | None = None
-        # mode types receivers as plain callables; an async bound method is what it calls.
-        app.on_partitions_revoked.connect(self._on_revoked)  # type: ignore[arg-type]
         # Each partition's pipeline would overwrite the gauge; the worker's is their sum.
         self.metrics.open_episodes.set_function(
             lambda: sum(len(s.pipeline.assembler.open) for s in list(self.states.values()))
@@ -246,6 +233,7 @@ class Worker:
             scoring=self.stage,
             regression=PublishedRegression(sink) if self.stage else None,
             on_scored=functools.partial(self._persist_baseline, sink),
+            time_each_message=False,  # observed per fetched batch, in _evaluate_batch
         )
         state = PartitionState(partition, pipeline, next_offset=start)
         ref.append(state)
@@ -305,81 +293,124 @@ class Worker:
             "closed_at": time.time(),
             "partition": state.partition,
         }
-        self.closed.data[episode_id] = marker
-        state.pending.append(self.closed.send_changelog(state.partition, episode_id, marker))
+        state.markers[episode_id] = marker
+        state.unsent_markers.append((episode_id, marker))  # sent once the record is handled
 
-    async def _start_offset(self, partition: int) -> int:
-        """The group's committed offset of a signals partition (the earliest if none)."""
-        if partition not in self.anchors:
-            await self._fetch_anchors(partition)
-        if self.anchors[partition] < 0:  # no commit yet: start where the log starts
-            tp = TP(self.settings.topic("signals"), partition)
-            self.anchors[partition] = (await self.app.consumer.earliest_offsets(tp))[tp]
-        return self.anchors[partition]
+    # --- the signals consumer --------------------------------------------------------------
 
-    async def _fetch_anchors(self, partition: int) -> None:
-        """One offset fetch for every assigned partition (they are asked for together)."""
-        from aiokafka import TopicPartition  # noqa: PLC0415 - only needed on (re)assignment
-        from aiokafka.admin import AIOKafkaAdminClient  # noqa: PLC0415
-
-        topic = self.settings.topic("signals")
-        if self._admin is None:
-            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.broker)
-            await self._admin.start()
-        assigned = {tp.partition for tp in self.app.consumer.assignment() if tp.topic == topic}
-        parts = sorted(assigned | {partition})
-        offsets = await self._admin.list_consumer_group_offsets(
-            self.settings.app_id, partitions=[TopicPartition(topic, q) for q in parts]
+    async def _run_signals(self) -> None:
+        """The signals path, as a task of the faust app: consume batches until stopped."""
+        settings = self.settings
+        self.producer = AIOKafkaProducer(
+            bootstrap_servers=settings.broker,
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=2,
+            max_request_size=max(settings.max_message_bytes * 2, 1_048_576),
         )
-        for q in parts:
-            meta = offsets.get(TopicPartition(topic, q))
-            self.anchors[q] = meta.offset if meta is not None and meta.offset >= 0 else -1
+        await self.producer.start()
+        self.consumer = SignalsConsumer(
+            settings.broker,
+            settings.topic("signals"),
+            settings.app_id,
+            on_batch=self._evaluate_batch,
+            on_assigned=self._on_assigned,
+            on_revoked=self._on_revoked,
+            max_fetch_bytes=settings.max_message_bytes,
+        )
+        try:
+            await self.consumer.start()
+            await self.consumer.run()
+        finally:
+            # A clean stop finishes the batch in progress, commits what is safe, then leaves
+            # the group so the others take over at once.
+            self.rebalancing = True
+            try:
+                await self.consumer.settle()
+                await self._commit(force=True, locked=True)
+            except Exception:
+                log.exception("final commit failed; a replay covers it")
+            await self.consumer.stop()
+            await self.producer.stop()
 
-    # --- the signals agent ---------------------------------------------------------------
+    async def _on_assigned(self, partitions: set[int]) -> None:
+        self.rebalancing = False  # each partition's state is made on its first batch
 
-    async def _evaluate(self, stream: Any) -> None:
-        async for event in stream.events():
-            await self._evaluate_event(event)
+    async def _open_partition(self, partition: int) -> PartitionState:
+        """A newly assigned partition: resume at the committed offset, markers read back."""
+        from connectors.compacted_topic import read_latest_by_partition  # noqa: PLC0415
 
-    async def _evaluate_event(self, event: Any) -> None:
-        message = event.message
-        generation = getattr(message, "generation_id", None)
-        if generation is not None and generation < self.min_generation:
-            return  # an event of a generation before the last rebalance
-        partition, offset = message.partition, message.offset
-        state = self.states.get(partition)
-        if state is None:
-            start = await self._start_offset(partition)
+        assert self.consumer is not None
+        start = await self.consumer.start_offset(partition)
+        markers = await read_latest_by_partition(
+            self.settings.broker, self.settings.topic("closed"), [partition]
+        )
+        state = self.states[partition] = self._new_state(partition, start)
+        for key, value in markers.get(partition, {}).items():
+            state.markers[key.decode("utf-8", "replace")] = orjson.loads(value)
+        log.info(
+            "partition %s resumes at offset %s (%s closed-episode markers)",
+            partition,
+            start,
+            len(state.markers),
+        )
+        return state
+
+    async def _evaluate_batch(self, batch: Records) -> None:
+        signals_topic = self.settings.topic("signals")
+        assigned = self.consumer.assigned() if self.consumer is not None else set()
+        for partition, records in batch.items():
             state = self.states.get(partition)
             if state is None:
-                state = self.states[partition] = self._new_state(partition, start)
-                log.info("partition %s resumes at offset %s", partition, start)
-        if offset < state.next_offset:
-            return  # a re-delivery of what this generation already processed
-        if offset > state.next_offset:
-            # Never process past a hole: a restart replays from the safe committed offset.
-            if state.gap_since is None:
-                state.gap_since = time.monotonic()
-                log.warning(
-                    "partition %s: expected offset %s, got %s", partition, state.next_offset, offset
-                )
-            return
-        state.gap_since = None
-        state.next_offset = offset + 1
-        state.current_offset = offset
-        now_ms = float(message.timestamp) * 1000.0 if message.timestamp else time.time() * 1000.0
-        state.stream_time_ms = max(state.stream_time_ms, now_ms)
-        key = message.key if isinstance(message.key, bytes) else None
-        value = event.value if isinstance(event.value, bytes) else bytes(event.value or b"")
-        env = Envelope(self.settings.topic("signals"), value, key, partition, offset, int(now_ms))
-        episode_id = key.decode("utf-8", "replace") if key is not None else None
-        if episode_id is not None and await self._control_or_closed(state, env, episode_id):
-            return
-        await state.pipeline.handle(env, now=now_ms)
-        opened = episode_id is not None and episode_id in state.pipeline.assembler.open
-        if opened and episode_id not in state.first_offset:
-            assert episode_id is not None
-            state.first_offset[episode_id] = offset
+                if partition not in assigned:
+                    continue  # revoked meanwhile
+                state = await self._open_partition(partition)
+            pipeline = state.pipeline
+            open_episodes = pipeline.assembler.open
+            started = time.perf_counter()
+            for record in records:
+                offset = record.offset
+                if offset < state.next_offset:
+                    continue  # a re-delivery of what this assignment already processed
+                if offset > state.next_offset and state.gap_checked != state.next_offset:
+                    # Never process past a hole: read again from the expected offset. If the
+                    # same record comes first again, the hole holds no records (transaction
+                    # markers take offsets too) and processing goes on.
+                    log.warning(
+                        "partition %s: expected offset %s, got %s; reading again",
+                        partition,
+                        state.next_offset,
+                        offset,
+                    )
+                    state.gap_checked = state.next_offset
+                    assert self.consumer is not None
+                    self.consumer.seek(partition, state.next_offset)
+                    break
+                state.next_offset = offset + 1
+                state.current_offset = offset
+                now_ms = float(record.timestamp) if record.timestamp else time.time() * 1000.0
+                state.stream_time_ms = max(state.stream_time_ms, now_ms)
+                key = record.key
+                value = record.value if record.value is not None else b""
+                env = Envelope(signals_topic, value, key, partition, offset, int(now_ms))
+                episode_id = key.decode("utf-8", "replace") if key is not None else None
+                if episode_id is None or not await self._control_or_closed(state, env, episode_id):
+                    await pipeline.handle(env, now=now_ms)
+                    if episode_id in open_episodes and episode_id not in state.first_offset:
+                        assert episode_id is not None
+                        state.first_offset[episode_id] = offset
+                if state.unsent_markers:
+                    await self._send_markers(state)
+            self.metrics.evaluation_latency.observe(time.perf_counter() - started)
+
+    async def _send_markers(self, state: PartitionState) -> None:
+        topic = self.settings.topic("closed")
+        for episode_id, marker in state.unsent_markers:
+            future = await self.producer.send(
+                topic, orjson.dumps(marker), episode_id.encode(), partition=state.partition
+            )
+            state.pending.append(future)
+        state.unsent_markers = []
 
     async def _control_or_closed(
         self, state: PartitionState, env: Envelope, episode_id: str
@@ -390,7 +421,7 @@ class Worker:
             if episode_id in state.pipeline.assembler.open:
                 await state.pipeline.close(episode_id, CloseReason(control["reason"]))
             return True
-        marker = self.closed.data.get(episode_id)
+        marker = state.markers.get(episode_id)
         if marker is None or episode_id in state.pipeline.assembler.open:
             return False
         if env.offset is not None and env.offset <= marker["offset"]:
@@ -445,14 +476,8 @@ class Worker:
 
         The clock of a partition is its stream time (the newest record timestamp read); the
         wall clock may only be used for a partition verifiably at the end of its log."""
-        if self.app.rebalancing:
+        if self.rebalancing or self.consumer is None:
             return
-        for state in list(self.states.values()):
-            if state.gap_since is not None and time.monotonic() - state.gap_since > GAP_FATAL_S:
-                await self.app.crash(
-                    RuntimeError(f"unrepaired offset gap in partition {state.partition}")
-                )
-                return
         wall_ms = time.time() * 1000.0
         need_end: list[PartitionState] = []
         for state in list(self.states.values()):
@@ -466,14 +491,13 @@ class Worker:
                 need_end.append(state)  # only the wall clock says so: is the log drained?
         if not need_end:
             return
-        topic = self.settings.topic("signals")
         try:
-            ends = await self.app.consumer.highwaters(*[TP(topic, s.partition) for s in need_end])
+            ends = await self.consumer.end_offsets({s.partition for s in need_end})
         except Exception:  # unknown this round: decide by stream time only
             log.debug("end offsets unavailable", exc_info=True)
             return
         for state in need_end:
-            end = ends.get(TP(topic, state.partition))
+            end = ends.get(state.partition)
             if end is not None and state.next_offset >= end:
                 await self._request_closes(state, state.pipeline.assembler.due(wall_ms), wall_ms)
 
@@ -481,6 +505,7 @@ class Worker:
         self, state: PartitionState, due: list[tuple[Any, CloseReason]], now: float
     ) -> None:
         """Logs each close decision as a control record in the episode's partition."""
+        topic = self.settings.topic("signals")
         for episode, reason in due:
             if episode.episode_id in state.close_requested:
                 continue
@@ -492,17 +517,18 @@ class Worker:
                 "id": f"close-{episode.episode_id}",
                 "timestamp": now,
             }
-            await self.signals.send(
-                key=episode.episode_id.encode(),
-                value=orjson.dumps(control),
+            await self.producer.send(
+                topic,
+                orjson.dumps(control),
+                episode.episode_id.encode(),
                 partition=state.partition,
             )
 
     async def _recovery_watchdog(self) -> None:
-        """Crashes a worker whose rebalance or table recovery makes no progress.
+        """Crashes a worker whose faust rebalance or recovery makes no progress.
 
-        faust 0.15 can stall in changelog recovery after a takeover ("No event received for
-        active tp"); a fresh process recovers. Exiting lets the supervisor (compose's restart
+        faust 0.15 can stall in recovery after a takeover ("No event received for active
+        tp"); a fresh process recovers. Exiting lets the supervisor (compose's restart
         policy, systemd, Kubernetes) start one; the replay design loses nothing by it."""
         if not self.app.rebalancing:
             self._rebalancing_since = None
@@ -515,86 +541,98 @@ class Worker:
                 "rebalance/recovery stuck for %.0f s; exiting so a supervisor restarts the worker",
                 now - self._rebalancing_since,
             )
-            await self.app.crash(RuntimeError("rebalance or changelog recovery stalled"))
+            await self.app.crash(RuntimeError("rebalance or recovery stalled"))
 
     async def _prune_markers(self) -> None:
         """Deletes closed-episode markers no replay can need any more.
 
         A replay starts at the oldest open episode, which is at most `max_duration_ms` old;
         past that (plus `marker_retention_s` for late signals) a marker only costs memory
-        and recovery time, so it is deleted with a changelog tombstone."""
-        if self.app.rebalancing:
+        and reassignment time, so it is deleted, with a tombstone in the compacted topic."""
+        if self.rebalancing or self.producer is None:
             return
         horizon = time.time() - self.settings.marker_retention_s
         if self.settings.max_duration_ms is not None:
             horizon -= self.settings.max_duration_ms / 1000.0
-        data = self.closed.data
-        stale = [
-            k
-            for k, v in list(data.items())
-            if isinstance(v, dict) and v.get("closed_at", 0) < horizon
-        ]
-        for key in stale:
-            marker = data.pop(key)
-            self.closed.send_changelog(marker.get("partition", 0), key, None)
-        if stale:
-            log.info("pruned %s closed-episode markers", len(stale))
+        topic = self.settings.topic("closed")
+        pruned = 0
+        for state in list(self.states.values()):
+            stale = [k for k, v in state.markers.items() if v.get("closed_at", 0) < horizon]
+            for key in stale:
+                del state.markers[key]
+                await self.producer.send(topic, None, key.encode(), partition=state.partition)
+            pruned += len(stale)
+        if pruned:
+            log.info("pruned %s closed-episode markers", pruned)
 
     async def _report_lag(self) -> None:
         """Consumer lag per assigned signals partition (a separate, slower timer)."""
-        if self.app.rebalancing or not self.states:
+        if self.rebalancing or self.consumer is None or not self.states:
             return
         topic = self.settings.topic("signals")
         try:
-            ends = await self.app.consumer.highwaters(*[TP(topic, p) for p in self.states])
+            ends = await self.consumer.end_offsets(set(self.states))
         except Exception:
             log.debug("end offsets unavailable for lag", exc_info=True)
             return
-        for tp, end in ends.items():
-            state = self.states.get(tp.partition)
+        for partition, end in ends.items():
+            state = self.states.get(partition)
             if state is not None:
-                self.metrics.consumer_lag.labels(topic, str(tp.partition)).set(
+                self.metrics.consumer_lag.labels(topic, str(partition)).set(
                     max(0, end - state.next_offset)
                 )
 
     async def _commit_timer(self) -> None:
         await self._commit()  # (a timer with parameters would be handed the app)
 
-    async def _commit(self, only: set[Any] | None = None, force: bool = False) -> None:
-        if self.app.rebalancing and not force:
+    async def _commit(
+        self, only: set[int] | None = None, *, force: bool = False, locked: bool = False
+    ) -> None:
+        """Commits each partition's resume point once everything before it is acknowledged.
+
+        The snapshot is taken between batches (under the consumer's lock, unless the caller
+        holds it), where a partition's open episodes, markers and pending outputs agree."""
+        consumer = self.consumer
+        if consumer is None or (self.rebalancing and not force):
             return
-        topic = self.settings.topic("signals")
-        assignment = self.app.consumer.assignment()
-        offsets: dict[Any, int] = {}
-        futures: list[Awaitable[Any]] = []
-        for state in list(self.states.values()):
-            tp = TP(topic, state.partition)
-            if (only is not None and tp not in only) or tp not in assignment:
-                continue
-            resume = state.resume_offset()  # snapshot with its pending futures, no await between
-            futures.extend(state.pending)
-            state.pending = []
-            if resume != state.last_committed:
-                offsets[tp] = resume
+        if locked:
+            offsets, futures = self._commit_snapshot(only, consumer.assigned())
+        else:
+            async with consumer.lock:
+                offsets, futures = self._commit_snapshot(only, consumer.assigned())
         if futures:
             await asyncio.gather(*futures)
-        await self.app.producer.flush()
-        # faust's public commit() commits acked offsets only; these are our resume points.
-        if offsets and await self.app.consumer._commit(offsets):  # type: ignore[attr-defined]
-            for tp, offset in offsets.items():
-                committed = self.states.get(tp.partition)
+        if offsets and await consumer.commit(offsets):
+            for partition, offset in offsets.items():
+                committed = self.states.get(partition)
                 if committed is not None:
                     committed.last_committed = offset
 
-    async def _on_revoked(self, sender: Any, *args: Any, signal: Any = None, **kwargs: Any) -> None:
-        revoked = kwargs.get("revoked", set())
+    def _commit_snapshot(
+        self, only: set[int] | None, assigned: set[int]
+    ) -> tuple[dict[int, int], list[Awaitable[Any]]]:
+        offsets: dict[int, int] = {}
+        futures: list[Awaitable[Any]] = []
+        for state in list(self.states.values()):
+            p = state.partition
+            if (only is not None and p not in only) or p not in assigned:
+                continue
+            futures.extend(state.pending)
+            state.pending = []
+            resume = state.resume_offset()
+            if resume != state.last_committed:
+                offsets[p] = resume
+        return offsets, futures
+
+    async def _on_revoked(self, partitions: set[int]) -> None:
+        """Called under the consumer's lock, between batches."""
+        self.rebalancing = True
         try:
-            await self._commit(only=set(revoked), force=True)
+            await self._commit(only=partitions, force=True, locked=True)
         except Exception:  # never block a rebalance on this: replay covers it
             log.exception("commit on revocation failed")
-        self.min_generation = self.app.consumer_generation_id + 1
-        self.states.clear()  # rebuilt by replay from the committed offsets
-        self.anchors.clear()
+        for p in partitions:
+            self.states.pop(p, None)  # rebuilt by replay from the committed offset
 
 
 def run_worker(
@@ -641,4 +679,9 @@ def run_worker(
         baseline_snapshots=snapshots,
         judge=make_judge(metrics, pricing=pricing),
     )
-    faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop).execute_from_commandline()
+    runner = faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop)
+    # faust's progress spinner sets the root logger to DEBUG at WARNING and above (it spins
+    # on every record), so every debug call of aiokafka and faust built a log record: ~4 %
+    # of a busy worker's time. No spinner: the root logger keeps the asked level.
+    runner.spinner = None
+    runner.execute_from_commandline()
