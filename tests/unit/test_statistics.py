@@ -12,15 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assertions.statistics import (
+    StatisticsInputError,
     bootstrap_order_statistic_weights,
+    bootstrap_quantile_diff_ci,
     exact_bootstrap_quantile_diff_ci,
     exact_bootstrap_quantile_rise_p,
-    order_statistic_rank,
-    StatisticsInputError,
-    bootstrap_quantile_diff_ci,
     mean,
     newcombe_interval,
     normal_quantile,
+    order_statistic_rank,
     pass_at_k,
     pass_power_k_plugin,
     pass_power_k_unbiased,
@@ -240,10 +240,14 @@ def test_exact_bootstrap_interval_matches_the_enumerated_distribution() -> None:
     k = order_statistic_rank(4, 95.0)
     pb = _enumerated_order_statistic(4, k)
     pc = _enumerated_order_statistic(4, k)
-    pairs = sorted((c - b, wc * wb) for c, wc in zip(cur, pc) for b, wb in zip(base, pb))
+    pairs = sorted(
+        (c - b, wc * wb)
+        for c, wc in zip(cur, pc, strict=True)
+        for b, wb in zip(base, pb, strict=True)
+    )
     cumulative = list(itertools.accumulate(w for _, w in pairs))
-    low = next(d for (d, _), c in zip(pairs, cumulative) if c >= 0.025)
-    high = next(d for (d, _), c in zip(pairs, cumulative) if c >= 0.975)
+    low = next(d for (d, _), c in zip(pairs, cumulative, strict=True) if c >= 0.025)
+    high = next(d for (d, _), c in zip(pairs, cumulative, strict=True) if c >= 0.975)
     ci = exact_bootstrap_quantile_diff_ci(base, cur, confidence=0.95)
     assert (ci.low, ci.high, ci.estimate) == (low, high, 9.0 - 7.0)
     below = sum(w for d, w in pairs if d <= 0)
