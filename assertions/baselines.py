@@ -80,7 +80,14 @@ class BaselineKey:
     @classmethod
     def of(cls, attrs: Mapping[str, JSON], names: Sequence[str] = DEFAULT_KEY_ATTRS) -> BaselineKey:
         get = attrs.get
-        return cls(tuple([(name, _key_value(get(name))) for name in names]))
+        items = []
+        for name in names:
+            value = get(name)
+            # Strings and None are their own key values (the common case): no call.
+            items.append(
+                (name, value if value is None or type(value) is str else _key_value(value))
+            )
+        return cls(tuple(items))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -158,8 +165,10 @@ class Baseline:
 
     def covers(self, attrs: Mapping[str, JSON]) -> bool:
         # BaselineKey.of(attrs, names) == key, without building a key per scored episode.
-        for name, value in self.key.items:  # noqa: SIM110 - a loop beats all(generator)
-            if _key_value(attrs.get(name)) != value:
+        for name, value in self.key.items:
+            given = attrs.get(name)
+            # A string attr is its own key value: compare it before canonicalising.
+            if given != value and _key_value(given) != value:
                 return False
         return True
 

@@ -12,8 +12,11 @@ Metrics and rules (thresholds are strict and configurable; defaults in `Regressi
   score interval at confidence 1 - alpha, significant when its upper bound is below 0.
 - `score.<dimension>`: mean_cur - mean_base (a drop regresses); Welch's t-test, significant
   when p < alpha and the mean dropped.
-- `latency_p95_ms`: the Δ% of the p95 (a rise regresses); a percentile-bootstrap interval of
-  the p95 difference at confidence 1 - alpha, significant when its lower bound is above 0.
+- `latency_p95_ms`: the Δ% of the p95 (a rise regresses); the exact percentile-bootstrap
+  interval of the p95 difference at confidence 1 - alpha (`exact_bootstrap_quantile_diff_ci`:
+  the bootstrap distribution computed without resampling, the p95 of each window taken as
+  its order statistic x_(⌈0.95 n⌉)), significant when its lower bound is above 0, i.e. when
+  P*(p95*_cur ≤ p95*_base) < alpha / 2.
 - `cost_per_episode_usd`: the Δ% of the mean cost (a rise regresses); Welch's t-test,
   significant when p < alpha and the mean rose.
 
@@ -27,9 +30,11 @@ severity changes, or at most once per `update_interval_ms` when its value moved;
 required to stay firing: hysteresis against flapping). After resolving, the same dedupe key
 (`agent_id/variant/metric`) cannot fire again for `cooldown_ms`.
 
-A rise from a zero baseline is unbounded (Δ = +inf). The bootstrap, the only costly test,
-runs at most once per `bootstrap_every` observations of a stream while its threshold is
-crossed and nothing fires. The clock is injected: every call takes `now` (epoch ms).
+A rise from a zero baseline is unbounded (Δ = +inf). The p95 test runs at most once per
+`bootstrap_every` observations of a stream while its threshold is crossed and nothing fires
+(its decision costs one merge of the two windows' bootstrap supports, a few µs; the interval
+itself is computed only for the events). The clock is injected: every call takes `now`
+(epoch ms).
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ from assertions.alert_rules import Severity
 from assertions.errors import InputError
 from assertions.scoring import DIMENSIONS, EpisodeScores, ScoringInput, delta_percent
 from assertions.statistics import (
-    bootstrap_quantile_diff_ci,
+    exact_bootstrap_quantile_diff_ci,
+    exact_bootstrap_quantile_rise_p,
     newcombe_interval,
     percentile_sorted,
     welch_t_test,
@@ -65,7 +71,7 @@ _SLOT = {PASS_RATE: 0, **{m: i + 1 for i, m in enumerate(SCORE_METRICS)}, COST: 
 _SLOTS = 8
 TEST_NEWCOMBE = "newcombe-hybrid-score-interval"
 TEST_WELCH = "welch-t-test"
-TEST_BOOTSTRAP = "bootstrap-p95-difference-ci"
+TEST_BOOTSTRAP = "exact-bootstrap-p95-difference-ci"
 _SLACK = 1e-9  # the running-sum pre-check never misses a crossing by rounding
 
 
@@ -118,8 +124,6 @@ class RegressionConfig(BaseModel):
     cost_rise_pct: Thresholds = Thresholds(warning=20.0, critical=50.0)
     cooldown_ms: float = 900_000.0
     update_interval_ms: float = 300_000.0
-    bootstrap_resamples: int = 1000
-    bootstrap_seed: int = 0
     bootstrap_every: int = 5
     max_streams: int = 1000
 
@@ -137,7 +141,7 @@ class RegressionConfig(BaseModel):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-        for name in ("bootstrap_resamples", "bootstrap_every", "max_streams"):
+        for name in ("bootstrap_every", "max_streams"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         return self
@@ -224,17 +228,24 @@ class Observation:
 
 
 class _Window:
-    """A bounded window with running sums per slot and sorted latencies."""
+    """A bounded window with, per slot, its values in arrival order and their running sum,
+    and the latencies sorted.
 
-    __slots__ = ("evictions", "items", "latencies", "maxlen", "ns", "sums")
+    The exact mean (`math.fsum`, exactly rounded) of a slot is cached until the next push:
+    a firing alert's frozen baseline window is summed once, not per observation.
+    """
+
+    __slots__ = ("columns", "evictions", "exact", "items", "latencies", "maxlen", "ns", "sums")
 
     def __init__(self, maxlen: int) -> None:
         self.maxlen = maxlen
         self.items: deque[tuple[tuple[float | None, ...], float]] = deque()
+        self.columns: list[deque[float]] = [deque() for _ in range(_SLOTS)]
         self.sums = [0.0] * _SLOTS
         self.ns = [0] * _SLOTS
         self.latencies: list[float] = []
         self.evictions = 0
+        self.exact: list[float | None] = [None] * _SLOTS
 
     def push(
         self, item: tuple[tuple[float | None, ...], float]
@@ -245,26 +256,31 @@ class _Window:
             self._remove(evicted)
         self.items.append(item)
         values, latency = item
+        sums, ns, columns = self.sums, self.ns, self.columns
         for i, v in enumerate(values):
             if v is not None:
-                self.sums[i] += v
-                self.ns[i] += 1
+                sums[i] += v
+                ns[i] += 1
+                columns[i].append(v)
         bisect.insort(self.latencies, latency)
+        self.exact = [None] * _SLOTS
         return evicted
 
     def _remove(self, item: tuple[tuple[float | None, ...], float]) -> None:
         values, latency = item
+        sums, ns, columns = self.sums, self.ns, self.columns
         for i, v in enumerate(values):
             if v is not None:
-                self.sums[i] -= v
-                self.ns[i] -= 1
+                sums[i] -= v
+                ns[i] -= 1
+                columns[i].popleft()  # the oldest value of the slot is this item's
         del self.latencies[bisect.bisect_left(self.latencies, latency)]
         self.evictions += 1
         if self.evictions % self.maxlen == 0:  # stop rounding drift of the running sums
-            self.sums = [math.fsum(x for x in self.column(i)) for i in range(_SLOTS)]
+            self.sums = [math.fsum(column) for column in columns]
 
     def column(self, slot: int) -> list[float]:
-        return [v for values, _ in self.items if (v := values[slot]) is not None]
+        return list(self.columns[slot])
 
     def count(self, metric: str) -> int:
         return len(self.items) if metric == LATENCY_P95 else self.ns[_SLOT[metric]]
@@ -275,8 +291,11 @@ class _Window:
             return percentile_sorted(self.latencies, 95.0)
         slot = _SLOT[metric]
         if exact:
-            column = self.column(slot)
-            return math.fsum(column) / len(column)
+            value = self.exact[slot]
+            if value is None:
+                column = self.columns[slot]
+                value = self.exact[slot] = math.fsum(column) / len(column)
+            return value
         return self.sums[slot] / self.ns[slot]
 
 
@@ -386,6 +405,10 @@ class RegressionDetector:
     def __init__(self, config: RegressionConfig | None = None) -> None:
         self.config = config or RegressionConfig()
         self._streams: OrderedDict[tuple[str, str], _Stream] = OrderedDict()
+        # Per metric in METRICS order: (metric, value slot or -1 for the p95, WARNING threshold).
+        self._plan = tuple(
+            (m, _SLOT.get(m, -1), self.config.thresholds(m).warning) for m in METRICS
+        )
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -431,7 +454,30 @@ class RegressionDetector:
         evicted = stream.current.push((obs.values(), obs.latency_ms))
         if evicted is not None and not stream.fixed and not stream.firing:
             stream.baseline.push(evicted)
-        for metric in METRICS:
+        cur_w, base_w, firing = stream.current, stream.baseline, stream.firing
+        min_samples = self.config.min_samples
+        for metric, slot, warning in self._plan:
+            if metric not in firing:
+                # The cheap part of `_evaluate`'s first checks, inlined: most metrics of
+                # most observations stop here (too few samples, or far from the threshold).
+                if slot < 0:
+                    if len(base_w.items) < min_samples or len(cur_w.items) < min_samples:
+                        continue
+                    rough_base = percentile_sorted(base_w.latencies, 95.0)
+                    rough = delta_percent(percentile_sorted(cur_w.latencies, 95.0), rough_base)
+                else:
+                    nb, nc = base_w.ns[slot], cur_w.ns[slot]
+                    if nb < min_samples or nc < min_samples:
+                        continue
+                    rough_base = base_w.sums[slot] / nb
+                    rough_cur = cur_w.sums[slot] / nc
+                    rough = (
+                        delta_percent(rough_cur, rough_base)
+                        if metric == COST
+                        else rough_base - rough_cur
+                    )
+                if abs(rough_base) > _SLACK and not rough > warning - _SLACK:
+                    continue
             event = self._evaluate(stream, metric, now)
             if event is not None:
                 events.append(event)
@@ -518,22 +564,21 @@ class RegressionDetector:
             )
             return _Test(TEST_NEWCOMBE, interval.high < 0.0, None, (interval.low, interval.high))
         if metric == LATENCY_P95:
-            # The bootstrap is the one costly test: while the threshold stays crossed without
-            # significance, rerun it only every `bootstrap_every` observations.
+            # While the threshold stays crossed without significance, rerun the test only
+            # every `bootstrap_every` observations; the interval is only computed for events.
             last = stream.last_bootstrap
             if throttle:
                 if last is not None and stream.observed - last < cfg.bootstrap_every:
                     return None
                 stream.last_bootstrap = stream.observed
-            ci = bootstrap_quantile_diff_ci(
-                base_w.latencies,
-                cur_w.latencies,
-                q=95.0,
-                confidence=confidence,
-                resamples=cfg.bootstrap_resamples,
-                seed=cfg.bootstrap_seed,
+                rise_p = exact_bootstrap_quantile_rise_p(base_w.latencies, cur_w.latencies)
+                if not rise_p < cfg.alpha / 2.0:
+                    return _Test(TEST_BOOTSTRAP, False)
+            ci = exact_bootstrap_quantile_diff_ci(
+                base_w.latencies, cur_w.latencies, q=95.0, confidence=confidence
             )
-            return _Test(TEST_BOOTSTRAP, ci.low > 0.0, None, (ci.low, ci.high))
+            # Throttled: significance was decided above (rise_p), the same as ci.low > 0.
+            return _Test(TEST_BOOTSTRAP, throttle or ci.low > 0.0, None, (ci.low, ci.high))
         slot = _SLOT[metric]
         result = welch_t_test(cur_w.column(slot), base_w.column(slot))
         worse = result.mean_diff > 0.0 if metric == COST else result.mean_diff < 0.0

@@ -428,7 +428,7 @@ def _json_number(value: float | None) -> float | None:
     return None if value is None or math.isinf(value) else value
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class EpisodeScores:
     """The scores of one episode. `weights` are the ones actually applied (normalised over
     the dimensions that were available); `baseline` names the baseline used (None: none)."""
@@ -446,6 +446,39 @@ class EpisodeScores:
     baseline: str | None
     safety_detail: SafetyResult
     notes: tuple[str, ...] = ()
+
+    def __init__(  # noqa: PLR0917 - the record's fields, in order, as the generated init took them
+        self,
+        episode_id: str,
+        correctness: float | None,
+        cost: float | None,
+        tool_match: float | None,
+        latency: float | None,
+        safety: float,
+        overall: float | None,
+        cost_delta_pct: float | None,
+        latency_delta_pct: float | None,
+        weights: Mapping[str, float],
+        baseline: str | None,
+        safety_detail: SafetyResult,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        # The generated frozen __init__, with the setter looked up once: one record is built
+        # per scored episode, and its 13 global lookups cost a tenth of scoring.
+        set_ = object.__setattr__
+        set_(self, "episode_id", episode_id)
+        set_(self, "correctness", correctness)
+        set_(self, "cost", cost)
+        set_(self, "tool_match", tool_match)
+        set_(self, "latency", latency)
+        set_(self, "safety", safety)
+        set_(self, "overall", overall)
+        set_(self, "cost_delta_pct", cost_delta_pct)
+        set_(self, "latency_delta_pct", latency_delta_pct)
+        set_(self, "weights", weights)
+        set_(self, "baseline", baseline)
+        set_(self, "safety_detail", safety_detail)
+        set_(self, "notes", notes)
 
     def dimension(self, name: str) -> float | None:
         if name not in DIMENSIONS and name != "overall":
@@ -482,7 +515,7 @@ def _default_config() -> ScoringConfig:
     return ScoringConfig()
 
 
-def score_episode(
+def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot path is inlined
     inp: ScoringInput,
     baseline: ScoringBaseline | None,
     config: ScoringConfig | None = None,
@@ -503,14 +536,29 @@ def score_episode(
             )
         baseline_outcome, baseline_steps = baseline.outcome, baseline.step_count
 
-    correctness = correctness_score(
-        inp.verdicts,
-        inp.assertion_weights,
-        outcome=inp.outcome,
-        baseline_outcome=baseline_outcome,
-        step_count=inp.step_count,
-        baseline_step_count=baseline_steps,
-    )
+    if not inp.verdicts and baseline_outcome is not None:
+        # correctness_score without assertions (seed 002's rule), inlined for the hot path.
+        outcome = inp.outcome
+        if outcome == baseline_outcome:
+            base = 1.0
+        elif outcome == "success":
+            base = SUCCESS_OVER_FAILURE
+        else:
+            base = 0.0
+        steps = inp.step_count
+        correctness: float | None = base
+        if baseline_steps is not None and steps > 0 and baseline_steps > 0:
+            ratio = min(steps, baseline_steps) / max(steps, baseline_steps)
+            correctness = base * (1.0 - STEP_RATIO_SHARE) + STEP_RATIO_SHARE * ratio
+    else:
+        correctness = correctness_score(
+            inp.verdicts,
+            inp.assertion_weights,
+            outcome=inp.outcome,
+            baseline_outcome=baseline_outcome,
+            step_count=inp.step_count,
+            baseline_step_count=baseline_steps,
+        )
     if correctness is None:
         notes.append("no applicable assertion and no baseline outcome: correctness not scored")
 
@@ -551,18 +599,18 @@ def score_episode(
         overall = min(1.0, round(weighted, SCORE_DECIMALS))
     else:
         notes.append("the available dimensions all weigh 0: overall not scored")
-    return EpisodeScores(
-        episode_id=inp.episode_id,
-        correctness=correctness,
-        cost=cost,
-        tool_match=tool_match,
-        latency=latency,
-        safety=safety.score,
-        overall=overall,
-        cost_delta_pct=cost_delta,
-        latency_delta_pct=latency_delta,
-        weights=weights,
-        baseline=None if baseline is None else baseline.name,
-        safety_detail=safety,
-        notes=tuple(notes),
+    return EpisodeScores(  # positional: keyword passing costs more than the record itself
+        inp.episode_id,
+        correctness,
+        cost,
+        tool_match,
+        latency,
+        safety.score,
+        overall,
+        cost_delta,
+        latency_delta,
+        weights,
+        None if baseline is None else baseline.name,
+        safety,
+        tuple(notes) if notes else (),
     )

@@ -18,6 +18,15 @@ Conventions:
 - `bootstrap_quantile_diff_ci` is a percentile bootstrap for the difference of a quantile
   (by default p95) between two samples, resampled with a private `random.Random(seed)`:
   the same inputs and seed always give the same interval.
+- `exact_bootstrap_quantile_diff_ci` is the same percentile bootstrap computed exactly,
+  without resampling (the exact bootstrap of order statistics, Hutson & Ernst 2000), for
+  the quantile taken as one order statistic: x_(k), k = ⌈q / 100 · n⌉ (Hyndman & Fan type 1,
+  the inverse of the empirical CDF). The bootstrap distribution of x*_(k) puts probability
+  P(Bin(n, j/n) ≥ k) - P(Bin(n, (j-1)/n) ≥ k) on the j-th smallest value (the weights depend
+  on n and k only, and are cached); the difference of two independent resamples is the
+  convolution of the two. `exact_bootstrap_quantile_rise_p` is P*(x*_cur ≤ x*_base), what
+  the lower bound of the interval needs, in one merge of the two samples' supports. Weights
+  below 1e-15 in total at either tail are left out.
 - pass@k (`pass_at_k`) is the unbiased estimator 1 - C(n-c, k) / C(n, k) (Chen et al. 2021);
   pass^k is given twice: `pass_power_k_plugin` = (c/n)^k, the plug-in estimate, and
   `pass_power_k_unbiased` = C(c, k) / C(n, k), the unbiased estimate of p^k. Estimators that
@@ -30,6 +39,7 @@ Invalid input (an empty sample, c > n, k < 1, a confidence outside (0, 1)) raise
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Sequence
@@ -340,6 +350,108 @@ def bootstrap_quantile_diff_ci(
         percentile_sorted(diffs, 100.0 * (1.0 - alpha / 2.0)),
         estimate,
     )
+
+
+def order_statistic_rank(n: int, q: float) -> int:
+    """k = ⌈q / 100 · n⌉ (at least 1): the 1-based rank of the sample q-quantile (type 1)."""
+    if n < 1:
+        raise StatisticsInputError("the quantile of an empty sample is undefined")
+    if not 0.0 <= q <= 100.0:
+        raise StatisticsInputError(f"percentile q must be within [0, 100], got {q!r}")
+    return max(1, min(n, math.ceil(q * n / 100.0)))  # q * n first: exact for integral n
+
+
+_NEGLIGIBLE_MASS = 1e-15
+
+
+@functools.lru_cache(maxsize=4096)
+def bootstrap_order_statistic_weights(n: int, k: int) -> tuple[int, tuple[float, ...]]:
+    """The exact bootstrap distribution of the k-th smallest of n resampled values: (start,
+    weights), weights[i] the probability that it is the (start + i)-th smallest sample
+    value (0-based). P(x*_(k) ≤ x_(j)) = P(Bin(n, j/n) ≥ k) = I_{j/n}(k, n - k + 1).
+    Tails holding less than 1e-15 in total are cut off."""
+    if not 1 <= k <= n:
+        raise StatisticsInputError(f"an order statistic needs 1 <= k <= n, got k={k}, n={n}")
+    cdf = [0.0] * (n + 1)  # cdf[j] = P(x*_(k) <= x_(j)), 1-based j; cdf[0] = 0
+    for j in range(1, n):
+        cdf[j] = regularized_incomplete_beta(float(k), float(n - k + 1), j / n)
+    cdf[n] = 1.0
+    low = 1
+    while cdf[low] < _NEGLIGIBLE_MASS / 2:
+        low += 1
+    high = n
+    while 1.0 - cdf[high - 1] < _NEGLIGIBLE_MASS / 2:
+        high -= 1
+    weights = tuple(max(0.0, cdf[j] - cdf[j - 1]) for j in range(low, high + 1))
+    return low - 1, weights
+
+
+def _exact_support(ordered: Sequence[float], q: float) -> tuple[int, tuple[float, ...]]:
+    n = len(ordered)
+    return bootstrap_order_statistic_weights(n, order_statistic_rank(n, q))
+
+
+def exact_bootstrap_quantile_rise_p(
+    baseline_sorted: Sequence[float], current_sorted: Sequence[float], q: float = 95.0
+) -> float:
+    """P*(x*_cur ≤ x*_base) under the exact bootstrap (see the module doc): the lower bound
+    of `exact_bootstrap_quantile_diff_ci` at confidence c is > 0 exactly when this is below
+    (1 - c) / 2. Both samples must be sorted ascending. O(support) with cached weights."""
+    if not baseline_sorted or not current_sorted:
+        raise StatisticsInputError("a bootstrap needs two non-empty samples")
+    b_start, b_weights = _exact_support(baseline_sorted, q)
+    c_start, c_weights = _exact_support(current_sorted, q)
+    # Walk the current support from its largest value down; `tail` accumulates the baseline
+    # weight of values >= the current value.
+    j = b_start + len(b_weights) - 1
+    tail = 0.0
+    total = 0.0
+    for i in range(len(c_weights) - 1, -1, -1):
+        value = current_sorted[c_start + i]
+        while j >= b_start and baseline_sorted[j] >= value:
+            tail += b_weights[j - b_start]
+            j -= 1
+        total += c_weights[i] * tail
+    return min(1.0, total)
+
+
+def exact_bootstrap_quantile_diff_ci(
+    baseline_sorted: Sequence[float],
+    current_sorted: Sequence[float],
+    *,
+    q: float = 95.0,
+    confidence: float = 0.95,
+) -> Interval:
+    """Exact percentile-bootstrap interval of x_cur(k) - x_base(k) (type-1 q-quantiles): the
+    (1 - confidence) / 2 and (1 + confidence) / 2 quantiles (smallest d with P*(D ≤ d) ≥ p)
+    of the exact bootstrap distribution of the difference. Both samples sorted ascending."""
+    if not baseline_sorted or not current_sorted:
+        raise StatisticsInputError("a bootstrap needs two non-empty samples")
+    if not 0.0 < confidence < 1.0:
+        raise StatisticsInputError(f"confidence must be within (0, 1), got {confidence!r}")
+    b_start, b_weights = _exact_support(baseline_sorted, q)
+    c_start, c_weights = _exact_support(current_sorted, q)
+    pairs = sorted(
+        (current_sorted[c_start + i] - baseline_sorted[b_start + j], wc * wb)
+        for i, wc in enumerate(c_weights)
+        for j, wb in enumerate(b_weights)
+    )
+    alpha = 1.0 - confidence
+    low = high = pairs[-1][0]
+    found_low = False
+    cumulative = 0.0
+    for diff, weight in pairs:
+        cumulative += weight
+        if not found_low and cumulative >= alpha / 2.0:
+            low, found_low = diff, True
+        if cumulative >= 1.0 - alpha / 2.0:
+            high = diff
+            break
+    estimate = (
+        current_sorted[order_statistic_rank(len(current_sorted), q) - 1]
+        - baseline_sorted[order_statistic_rank(len(baseline_sorted), q) - 1]
+    )
+    return Interval(low, high, estimate)
 
 
 # --- pass@k and pass^k ----------------------------------------------------------------------

@@ -26,7 +26,12 @@ from assertions.regression import (
     RegressionDetector,
 )
 from assertions.scoring import ScoringInput, score_episode
-from assertions.statistics import mean, welch_t_test
+from assertions.statistics import (
+    exact_bootstrap_quantile_rise_p,
+    mean,
+    percentile,
+    welch_t_test,
+)
 
 MINUTE = 60_000.0
 
@@ -265,6 +270,47 @@ def test_rebaselining_resolves_what_fired_against_the_old_baseline() -> None:
     assert resolved.reason == "rebaselined"
     assert t.detector.firing() == []
     assert t.feed(50, cost=0.3) == []
+
+
+def _latency_windows(base: list[float], cur: list[float]) -> list[AlertEvent]:
+    detector = RegressionDetector(RegressionConfig(bootstrap_every=1))
+    obs = [Observation("bot", "A", f"b{i}", True, v) for i, v in enumerate(base)]
+    detector.set_baseline("bot", "A", obs, 0.0)
+    return [
+        e
+        for i, v in enumerate(cur)
+        for e in detector.observe(Observation("bot", "A", f"c{i}", True, v), (i + 1) * MINUTE)
+    ]
+
+
+def test_a_p95_rise_over_threshold_but_not_significant_does_not_alert() -> None:
+    # The p95 rises 48.5 % (1010 -> 1500), but only 6 % of the current episodes are slow: a
+    # resample holds fewer than 6 of them (its p95 back at 1000) with probability ~0.44.
+    base = [1000.0] * 95 + [1200.0] * 5
+    cur = [1000.0] * 94 + [1500.0] * 6
+    assert percentile(cur, 95) / percentile(base, 95) - 1 == pytest.approx(1500 / 1010 - 1)
+    assert exact_bootstrap_quantile_rise_p(sorted(base), sorted(cur)) > 0.025
+    assert _latency_windows(base, cur) == []
+
+
+def test_a_significant_p95_rise_fires_once_significant() -> None:
+    base = [1000.0] * 95 + [1200.0] * 5
+    cur = [1000.0] * 80 + [1500.0] * 20
+    [firing] = _latency_windows(base, cur)
+    assert (firing.metric, firing.state, firing.test) == (
+        LATENCY_P95,
+        AlertState.FIRING,
+        TEST_BOOTSTRAP,
+    )
+    # It fired at the first observation whose windows are significant, not before.
+    n = int(firing.n_current)
+    window = sorted(cur[:n])
+    assert exact_bootstrap_quantile_rise_p(sorted(base), window) < 0.025
+    assert exact_bootstrap_quantile_rise_p(sorted(base), sorted(cur[: n - 1])) >= 0.025 or (
+        percentile(cur[: n - 1], 95) <= 1.2 * percentile(base, 95)
+    )
+    assert firing.interval is not None
+    assert firing.interval[0] > 0
 
 
 # --- configuration and observations -------------------------------------------------------

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
+import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assertions.statistics import (
     StatisticsInputError,
+    bootstrap_order_statistic_weights,
     bootstrap_quantile_diff_ci,
+    exact_bootstrap_quantile_diff_ci,
+    exact_bootstrap_quantile_rise_p,
     mean,
     newcombe_interval,
     normal_quantile,
+    order_statistic_rank,
     pass_at_k,
     pass_power_k_plugin,
     pass_power_k_unbiased,
@@ -206,6 +213,100 @@ def test_bootstrap_rejects_bad_input() -> None:
         bootstrap_quantile_diff_ci([], [1.0])
     with pytest.raises(StatisticsInputError):
         bootstrap_quantile_diff_ci([1.0], [1.0], resamples=0)
+
+
+# --- exact bootstrap ----------------------------------------------------------------------
+
+
+def _enumerated_order_statistic(n: int, k: int) -> list[float]:
+    """P(x*_(k) = x_(j)) by enumerating all n^n resamples (positions, so ties do not matter)."""
+    counts = collections.Counter(
+        sorted(draw)[k - 1] for draw in itertools.product(range(n), repeat=n)
+    )
+    return [counts[j] / n**n for j in range(n)]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_exact_bootstrap_weights_match_enumerating_every_resample(n: int) -> None:
+    for k in range(1, n + 1):
+        start, weights = bootstrap_order_statistic_weights(n, k)
+        got = [0.0] * start + list(weights) + [0.0] * (n - start - len(weights))
+        assert got == pytest.approx(_enumerated_order_statistic(n, k), abs=1e-12)
+
+
+def test_exact_bootstrap_interval_matches_the_enumerated_distribution() -> None:
+    base = [1.0, 2.0, 2.0, 7.0]
+    cur = [1.5, 3.0, 4.0, 9.0]
+    k = order_statistic_rank(4, 95.0)
+    pb = _enumerated_order_statistic(4, k)
+    pc = _enumerated_order_statistic(4, k)
+    pairs = sorted(
+        (c - b, wc * wb)
+        for c, wc in zip(cur, pc, strict=True)
+        for b, wb in zip(base, pb, strict=True)
+    )
+    cumulative = list(itertools.accumulate(w for _, w in pairs))
+    low = next(d for (d, _), c in zip(pairs, cumulative, strict=True) if c >= 0.025)
+    high = next(d for (d, _), c in zip(pairs, cumulative, strict=True) if c >= 0.975)
+    ci = exact_bootstrap_quantile_diff_ci(base, cur, confidence=0.95)
+    assert (ci.low, ci.high, ci.estimate) == (low, high, 9.0 - 7.0)
+    below = sum(w for d, w in pairs if d <= 0)
+    assert exact_bootstrap_quantile_rise_p(base, cur) == pytest.approx(below, abs=1e-12)
+
+
+def test_exact_bootstrap_agrees_with_resampling() -> None:
+    rng = random.Random(5)
+    base = sorted(rng.lognormvariate(0, 0.3) for _ in range(80))
+    cur = sorted(rng.lognormvariate(0.2, 0.3) for _ in range(60))
+    k_b, k_c = order_statistic_rank(80, 95.0), order_statistic_rank(60, 95.0)
+    draws = 4000
+    diffs = sorted(
+        sorted(rng.choices(cur, k=60))[k_c - 1] - sorted(rng.choices(base, k=80))[k_b - 1]
+        for _ in range(draws)
+    )
+    p = exact_bootstrap_quantile_rise_p(base, cur)
+    assert sum(1 for d in diffs if d <= 0) / draws == pytest.approx(p, abs=0.02)
+    ci = exact_bootstrap_quantile_diff_ci(base, cur)
+    assert diffs[int(0.025 * draws)] == pytest.approx(ci.low, abs=0.1)
+    assert diffs[int(0.975 * draws)] == pytest.approx(ci.high, abs=0.1)
+
+
+def test_order_statistic_rank() -> None:
+    assert order_statistic_rank(100, 95.0) == 95
+    assert order_statistic_rank(30, 95.0) == 29
+    assert order_statistic_rank(10, 95.0) == 10
+    assert order_statistic_rank(5, 0.0) == 1
+    with pytest.raises(StatisticsInputError):
+        order_statistic_rank(0, 95.0)
+    with pytest.raises(StatisticsInputError):
+        order_statistic_rank(5, 101.0)
+
+
+def test_exact_bootstrap_rejects_bad_input() -> None:
+    with pytest.raises(StatisticsInputError):
+        exact_bootstrap_quantile_rise_p([], [1.0])
+    with pytest.raises(StatisticsInputError):
+        exact_bootstrap_quantile_diff_ci([1.0], [])
+    with pytest.raises(StatisticsInputError):
+        exact_bootstrap_quantile_diff_ci([1.0], [1.0], confidence=1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=40),
+    st.lists(st.integers(0, 40), min_size=1, max_size=40),
+)
+def test_exact_bootstrap_decision_is_the_interval_lower_bound(
+    base: list[int], cur: list[int]
+) -> None:
+    # Integer-valued samples give many ties, where a merge could go wrong.
+    b, c = sorted(float(x) for x in base), sorted(float(x) for x in cur)
+    p = exact_bootstrap_quantile_rise_p(b, c)
+    ci = exact_bootstrap_quantile_diff_ci(b, c, confidence=0.95)
+    assert 0.0 <= p <= 1.0
+    assert ci.low <= ci.high
+    if abs(p - 0.025) > 1e-9:
+        assert (p < 0.025) == (ci.low > 0.0)
 
 
 # --- pass@k, pass^k -----------------------------------------------------------------------
