@@ -242,24 +242,21 @@ class EpisodeEvaluation:
             self._decide(node, outcome, None, None)
 
     def results(self) -> list[AssertionOutcome]:
-        plan = self.plan
-        out: list[AssertionOutcome] = []
-        for index, node in enumerate(plan.top):
-            outcome = self.outcomes[node] or Outcome(Verdict.PENDING, "not decided yet")
-            planned = plan.assertions[index]
-            out.append(
-                AssertionOutcome(
-                    index=index,
-                    type=planned.spec.type,
-                    suite=planned.suite,
-                    rule=plan.rules[index],
-                    verdict=outcome.verdict,
-                    message=outcome.message,
-                    decided_at=self.decided_at[node],
-                    decided_ts=self.decided_ts[node],
-                )
-            )
-        return out
+        return [self.result_of(index) for index in range(len(self.plan.top))]
 
     def result_of(self, top_index: int) -> AssertionOutcome:
-        return self.results()[top_index]
+        """One top-level assertion's outcome (an early verdict needs only its own)."""
+        plan = self.plan
+        node = plan.top[top_index]
+        outcome = self.outcomes[node] or Outcome(Verdict.PENDING, "not decided yet")
+        planned = plan.assertions[top_index]
+        return AssertionOutcome(
+            index=top_index,
+            type=planned.spec.type,
+            suite=planned.suite,
+            rule=plan.rules[top_index],
+            verdict=outcome.verdict,
+            message=outcome.message,
+            decided_at=self.decided_at[node],
+            decided_ts=self.decided_ts[node],
+        )

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import os
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -87,7 +88,7 @@ class PartitionState:
     next_offset: int
     first_offset: dict[str, int] = field(default_factory=dict)  # insertion = offset order
     stream_time_ms: float = 0.0
-    pending: list[Awaitable[Any]] = field(default_factory=list)
+    pending: list[asyncio.Future[Any]] = field(default_factory=list)  # unacknowledged outputs
     last_committed: int | None = None
     close_requested: set[str] = field(default_factory=set)
     current_offset: int = -1
@@ -602,6 +603,8 @@ class Worker:
                 offsets, futures = self._commit_snapshot(only, consumer.assigned())
         if futures:
             await asyncio.gather(*futures)
+            for state in list(self.states.values()):
+                state.pending = [f for f in state.pending if not f.done()]
         if offsets and await consumer.commit(offsets):
             for partition, offset in offsets.items():
                 committed = self.states.get(partition)
@@ -610,15 +613,16 @@ class Worker:
 
     def _commit_snapshot(
         self, only: set[int] | None, assigned: set[int]
-    ) -> tuple[dict[int, int], list[Awaitable[Any]]]:
+    ) -> tuple[dict[int, int], list[asyncio.Future[Any]]]:
         offsets: dict[int, int] = {}
-        futures: list[Awaitable[Any]] = []
+        futures: list[asyncio.Future[Any]] = []
         for state in list(self.states.values()):
             p = state.partition
             if (only is not None and p not in only) or p not in assigned:
                 continue
+            # Copied, not taken: a concurrent commit (a revocation during this one's wait)
+            # must wait for them too before it commits.
             futures.extend(state.pending)
-            state.pending = []
             resume = state.resume_offset()
             if resume != state.last_committed:
                 offsets[p] = resume
@@ -679,6 +683,9 @@ def run_worker(
         baseline_snapshots=snapshots,
         judge=make_judge(metrics, pricing=pricing),
     )
+    # Everything made so far (modules, suites, faust) lives as long as the process: out of
+    # the collector's sight, full collections only walk the episodes' objects (shorter pauses).
+    gc.freeze()
     runner = faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop)
     # faust's progress spinner sets the root logger to DEBUG at WARNING and above (it spins
     # on every record), so every debug call of aiokafka and faust built a log record: ~4 %
