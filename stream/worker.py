@@ -56,6 +56,7 @@ from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_s
 from assertions.suites import Suite, SuiteSet
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
+from stream.batched_output import BatchedOutput
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
@@ -111,10 +112,10 @@ class PartitionSink:
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
         worker = self.worker
-        future = await worker.producer.send(
-            worker.out_names[stream], orjson.dumps(record), key.encode()
+        future = await worker.output.append(
+            worker.out_names[stream], key.encode(), orjson.dumps(record)
         )
-        if self.state_ref:
+        if future is not None and self.state_ref:
             self.state_ref[0].pending.append(future)
         if stream == ALERTS and worker.alert_sinks is not None:
             worker.alert_sinks.offer(record)
@@ -166,6 +167,7 @@ class Worker:
         self.states: dict[int, PartitionState] = {}
         self.rebalancing = True  # of the signals group: until partitions are assigned
         self.producer: Any = None  # aiokafka's, for the signals path; made on the app's loop
+        self.output: BatchedOutput = BatchedOutput(None)  # replaced once the producer runs
         self.consumer: SignalsConsumer | None = None
         n = settings.partitions
         datadir = os.path.join(settings.data_dir, settings.app_id)
@@ -307,9 +309,12 @@ class Worker:
             acks="all",
             enable_idempotence=True,
             linger_ms=2,
+            max_batch_size=256 * 1024,  # outputs go out a batch at a time (BatchedOutput)
             max_request_size=max(settings.max_message_bytes * 2, 1_048_576),
         )
         await self.producer.start()
+        self.output = BatchedOutput(self.producer)
+        await self.output.add_topics([*self.out_names.values(), settings.topic("closed")])
         self.consumer = SignalsConsumer(
             settings.broker,
             settings.topic("signals"),
@@ -402,15 +407,18 @@ class Worker:
                         state.first_offset[episode_id] = offset
                 if state.unsent_markers:
                     await self._send_markers(state)
+            # This partition's outputs leave now; their acks gate its next commit.
+            state.pending.extend(await self.output.flush())
             self.metrics.evaluation_latency.observe(time.perf_counter() - started)
 
     async def _send_markers(self, state: PartitionState) -> None:
         topic = self.settings.topic("closed")
         for episode_id, marker in state.unsent_markers:
-            future = await self.producer.send(
-                topic, orjson.dumps(marker), episode_id.encode(), partition=state.partition
+            future = await self.output.append(
+                topic, episode_id.encode(), orjson.dumps(marker), partition=state.partition
             )
-            state.pending.append(future)
+            if future is not None:
+                state.pending.append(future)
         state.unsent_markers = []
 
     async def _control_or_closed(
