@@ -158,7 +158,8 @@ def batch(n: int, size: int = 100) -> bytes:
     return b"\n".join(lines)
 
 
-async def ingest(url: str, batches: int, concurrency: int) -> tuple[float, int]:
+async def ingest(url: str, batches: int, concurrency: int, pid: int) -> tuple[float, int, float]:
+    """(seconds, signals accepted, the gateway's CPU seconds) of the timed part."""
     bodies = [batch(n) for n in range(batches)]
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/x-ndjson"}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -181,10 +182,12 @@ async def ingest(url: str, batches: int, concurrency: int) -> tuple[float, int]:
                     raise RuntimeError(f"{response.status_code}: {response.text}")
                 accepted += response.json()["accepted"]
 
+        cpu_before = cpu_seconds(pid)
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
-    return elapsed, accepted
+        cpu = cpu_seconds(pid) - cpu_before
+    return elapsed, accepted, cpu
 
 
 def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> list[float]:
@@ -206,6 +209,15 @@ def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> l
             if i >= 20:  # warm-up
                 out.append(time.perf_counter() - started)
     return out
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -248,7 +260,9 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the gateway did not become ready")
                 time.sleep(0.2)
-            elapsed, accepted = asyncio.run(ingest(url, args.batches, args.concurrency))
+            elapsed, accepted, ingest_cpu = asyncio.run(
+                ingest(url, args.batches, args.concurrency, gateway.pid)
+            )
             headers = {"x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
             proxied_headers = {**headers, "x-evalstream-token": TOKEN}
             rows = []
@@ -270,6 +284,14 @@ def main() -> None:
         f"| a. ingest, NDJSON batches of 100, {args.concurrency} in flight, acks=all "
         f"| **{accepted / elapsed:,.0f} signals/s** ({accepted:,} signals in {elapsed:.2f} s, "
         f"{accepted / 100 / elapsed:,.0f} requests/s) |"
+    )
+    # The gateway's own CPU time says whether it was CPU-bound (busy ~ 100 % of one core) or
+    # waiting for the machine (other processes, the broker): signals per CPU-second is the
+    # ceiling of one gateway process on an otherwise idle core.
+    print(
+        f"| a. gateway CPU during ingest | {ingest_cpu:.2f} s of {elapsed:.2f} s "
+        f"({100 * ingest_cpu / elapsed:.0f} % of one core; "
+        f"{accepted / ingest_cpu:,.0f} signals per CPU-second) |"
     )
     print(
         "\n| b. proxy | direct p50 | direct p99 | proxied p50 | proxied p99 "
