@@ -5,7 +5,8 @@ upstream with httpx and the answer passed back unchanged (status, headers, body)
 answer is passed through chunk by chunk as it arrives. Each call is then recorded, off the
 response path, as `provider:start` / `provider:end` (model, usage, cost, duration, stop
 reason) or `provider:error`, plus one `tool:call` per `tool_use` block, in the episode named by
-`X-Evalstream-Episode` (else a session header, else a new episode per call).
+`X-Evalstream-Episode` (else a session header, else a new episode per call). The recordings
+of the calls that end within `RECORD_FLUSH_S` are published together.
 
 The client's credentials (`x-api-key`, `Authorization`) are forwarded upstream and never
 recorded or logged; the gateway's own token travels in `X-Evalstream-Token`.
@@ -31,7 +32,7 @@ from assertions.signals import Signal
 from connectors.gateway.ingest import Encoder, wire_records
 from connectors.gateway.messages import MessageAccumulator, MessageSummary, summarize_message
 from connectors.gateway.metrics import GatewayMetrics
-from connectors.gateway.publisher import Publisher
+from connectors.gateway.publisher import OutRecord, Publisher
 from connectors.gateway.tenancy import Caller
 
 JSON = Any
@@ -40,6 +41,7 @@ log = logging.getLogger("evalstream.gateway")
 EPISODE_HEADER = "x-evalstream-episode"
 SESSION_HEADERS = ("x-evalstream-session", "x-claude-code-session-id", "x-session-id")
 AGENT_HEADER = "x-evalstream-agent"
+RECORD_FLUSH_S = 0.02  # recordings of the calls within this window go out in one publish
 # Never forwarded upstream: connection-level headers and the gateway's own.
 DROP_REQUEST = frozenset(
     {
@@ -128,8 +130,11 @@ class AnthropicProxy:
             transport=transport,
         )
         self.recordings: set[asyncio.Task[None]] = set()
+        self._unpublished: list[OutRecord] = []
+        self._flush_handle: asyncio.TimerHandle | None = None
 
     async def close(self) -> None:
+        self._flush()
         if self.recordings:
             await asyncio.gather(*self.recordings, return_exceptions=True)
         await self.client.aclose()
@@ -247,11 +252,25 @@ class AnthropicProxy:
             self.metrics.proxy_record_failures.inc()
             log.warning("could not build the recording of a proxied call", exc_info=True)
             return
+        # Published together with the other calls of the next few milliseconds: one Kafka
+        # publish per call would cost each call more CPU than its proxying.
+        self._unpublished.extend(records)
+        if self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(RECORD_FLUSH_S, self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if not self._unpublished:
+            return
+        records, self._unpublished = self._unpublished, []
         task = asyncio.create_task(self._publish(records))
         self.recordings.add(task)
         task.add_done_callback(self.recordings.discard)
 
-    async def _publish(self, records: list[Any]) -> None:
+    async def _publish(self, records: list[OutRecord]) -> None:
         try:
             await self.publisher.publish(records)
         except Exception:  # a lost recording must never break the proxied call
