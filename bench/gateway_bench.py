@@ -158,8 +158,11 @@ def batch(n: int, size: int = 100) -> bytes:
     return b"\n".join(lines)
 
 
-async def ingest(url: str, batches: int, concurrency: int, pid: int) -> tuple[float, int, float]:
-    """(seconds, signals accepted, the gateway's CPU seconds) of the timed part."""
+async def ingest(
+    url: str, batches: int, concurrency: int, pids: dict[str, int]
+) -> tuple[float, int, dict[str, float]]:
+    """(seconds, signals accepted, CPU seconds of each process in `pids` and of this load
+    generator) of the timed part."""
     bodies = [batch(n) for n in range(batches)]
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/x-ndjson"}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -182,15 +185,21 @@ async def ingest(url: str, batches: int, concurrency: int, pid: int) -> tuple[fl
                     raise RuntimeError(f"{response.status_code}: {response.text}")
                 accepted += response.json()["accepted"]
 
-        cpu_before = cpu_seconds(pid)
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        own_before = time.process_time()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
-        cpu = cpu_seconds(pid) - cpu_before
+        cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+        cpu["load generator"] = time.process_time() - own_before
     return elapsed, accepted, cpu
 
 
-def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> list[float]:
+def latencies(
+    base: str, calls: int, stream: bool, headers: dict[str, str], pid: int | None = None
+) -> tuple[list[float], float]:
+    """Seconds per call (after 20 warm-up calls), and the CPU seconds process `pid` used
+    meanwhile."""
     body = {
         "model": "claude-haiku-4-5",
         "max_tokens": 64,
@@ -198,8 +207,11 @@ def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> l
         "messages": [{"role": "user", "content": "Say something short."}],
     }
     out = []
+    cpu_before = 0.0
     with httpx.Client(base_url=base, timeout=30) as client:
         for i in range(calls + 20):
+            if i == 20 and pid is not None:
+                cpu_before = cpu_seconds(pid)
             started = time.perf_counter()
             with client.stream("POST", "/v1/messages", json=body, headers=headers) as response:
                 for _ in response.iter_raw():
@@ -208,7 +220,7 @@ def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> l
                 raise RuntimeError(f"{response.status_code}")
             if i >= 20:  # warm-up
                 out.append(time.perf_counter() - started)
-    return out
+    return out, (cpu_seconds(pid) - cpu_before) if pid is not None else float("nan")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -260,16 +272,15 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the gateway did not become ready")
                 time.sleep(0.2)
-            elapsed, accepted, ingest_cpu = asyncio.run(
-                ingest(url, args.batches, args.concurrency, gateway.pid)
-            )
+            pids = {"gateway": gateway.pid, "broker": broker.pid or 0}
+            elapsed, accepted, cpu = asyncio.run(ingest(url, args.batches, args.concurrency, pids))
             headers = {"x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
             proxied_headers = {**headers, "x-evalstream-token": TOKEN}
             rows = []
             for stream in (False, True):
-                direct = latencies(up.base_url, args.calls, stream, headers)
-                proxied = latencies(url, args.calls, stream, proxied_headers)
-                rows.append((stream, direct, proxied))
+                direct, _ = latencies(up.base_url, args.calls, stream, headers)
+                proxied, used = latencies(url, args.calls, stream, proxied_headers, gateway.pid)
+                rows.append((stream, direct, proxied, used))
         finally:
             gateway.terminate()
             gateway.wait(timeout=30)
@@ -289,16 +300,21 @@ def main() -> None:
     # waiting for the machine (other processes, the broker): signals per CPU-second is the
     # ceiling of one gateway process on an otherwise idle core.
     print(
-        f"| a. gateway CPU during ingest | {ingest_cpu:.2f} s of {elapsed:.2f} s "
-        f"({100 * ingest_cpu / elapsed:.0f} % of one core; "
-        f"{accepted / ingest_cpu:,.0f} signals per CPU-second) |"
+        f"| a. gateway CPU during ingest | {cpu['gateway']:.2f} s of {elapsed:.2f} s "
+        f"({100 * cpu['gateway'] / elapsed:.0f} % of one core; "
+        f"{accepted / cpu['gateway']:,.0f} signals per CPU-second) |"
+    )
+    print(
+        f"| a. CPU of the others meanwhile | broker {cpu['broker']:.2f} s, load generator "
+        f"{cpu['load generator']:.2f} s (of {(os.cpu_count() or 1) * elapsed:.2f} CPU-seconds "
+        "on all cores, shared with any other process) |"
     )
     print(
         "\n| b. proxy | direct p50 | direct p99 | proxied p50 | proxied p99 "
-        "| added p50 | added p99 |"
+        "| added p50 | added p99 | gateway CPU per call |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for stream, direct, proxied in rows:
+    print("|---|---|---|---|---|---|---|---|")
+    for stream, direct, proxied, used in rows:
         d50, d99, p50, p99 = (
             pct(direct, 0.5),
             pct(direct, 0.99),
@@ -309,7 +325,8 @@ def main() -> None:
         print(
             f"| {'streaming' if stream else 'JSON'} ({len(direct)} calls) | {d50 * ms:.2f} ms "
             f"| {d99 * ms:.2f} ms | {p50 * ms:.2f} ms | {p99 * ms:.2f} ms "
-            f"| **{(p50 - d50) * ms:.2f} ms** | **{(p99 - d99) * ms:.2f} ms** |"
+            f"| **{(p50 - d50) * ms:.2f} ms** | **{(p99 - d99) * ms:.2f} ms** "
+            f"| {used / len(proxied) * ms:.2f} ms |"
         )
 
 
