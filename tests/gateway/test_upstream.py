@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import shutil
+import ssl
+import subprocess
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import uvloop
 
 from connectors.gateway.upstream import (
     HttpxUpstream,
@@ -22,6 +28,10 @@ from connectors.gateway.upstream import (
 )
 
 Answer = Callable[[bytes], list[bytes]]  # the request's head + body -> what to write, in pieces
+Run = Callable[[Coroutine[Any, Any, None]], None]
+# Every test on both loops: the gateway serves on uvloop (whose transports and TLS are its
+# own), other code runs on asyncio's.
+LOOPS = pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
 
 
 @dataclass
@@ -72,9 +82,9 @@ PAUSE = b"<pause>"
 
 
 @contextlib.asynccontextmanager
-async def raw_server(answer: Answer) -> AsyncIterator[RawServer]:
+async def raw_server(answer: Answer, tls: ssl.SSLContext | None = None) -> AsyncIterator[RawServer]:
     raw = RawServer(answer)
-    server = await asyncio.start_server(raw.serve, "127.0.0.1", 0)
+    server = await asyncio.start_server(raw.serve, "127.0.0.1", 0, ssl=tls)
     raw.port = server.sockets[0].getsockname()[1]
     try:
         yield raw
@@ -104,8 +114,12 @@ async def exchange(
         await response.aclose()
 
 
-@pytest.mark.asyncio
-async def test_the_request_is_sent_whole_and_the_connection_kept_alive() -> None:
+@LOOPS
+def test_the_request_is_sent_whole_and_the_connection_kept_alive(run: Run) -> None:
+    run(_the_request_is_sent_whole_and_the_connection_kept_alive())
+
+
+async def _the_request_is_sent_whole_and_the_connection_kept_alive() -> None:
     async with raw_server(fixed(b'{"ok":1}', b"set-cookie: a=1\r\nset-cookie: b=2\r\n")) as raw:
         upstream = LeanUpstream(raw.url + "/base/", timeout_s=5)
         try:
@@ -129,8 +143,12 @@ async def test_the_request_is_sent_whole_and_the_connection_kept_alive() -> None
     )
 
 
-@pytest.mark.asyncio
-async def test_chunked_bodies_arrive_piece_by_piece() -> None:
+@LOOPS
+def test_chunked_bodies_arrive_piece_by_piece(run: Run) -> None:
+    run(_chunked_bodies_arrive_piece_by_piece())
+
+
+async def _chunked_bodies_arrive_piece_by_piece() -> None:
     events = [b"event: a\ndata: {}\n\n", b"event: b\ndata: {}\n\n", b"event: c\ndata: {}\n\n"]
 
     def answer(_request: bytes) -> list[bytes]:
@@ -153,8 +171,12 @@ async def test_chunked_bodies_arrive_piece_by_piece() -> None:
     assert raw.connections == 1
 
 
-@pytest.mark.asyncio
-async def test_a_body_ended_by_closing_the_connection() -> None:
+@LOOPS
+def test_a_body_ended_by_closing_the_connection(run: Run) -> None:
+    run(_a_body_ended_by_closing_the_connection())
+
+
+async def _a_body_ended_by_closing_the_connection() -> None:
     def answer(_request: bytes) -> list[bytes]:
         return [b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\npart one, ", PAUSE, b"two", CLOSE]
 
@@ -169,8 +191,12 @@ async def test_a_body_ended_by_closing_the_connection() -> None:
     assert raw.connections == 2  # a closed connection is not reused
 
 
-@pytest.mark.asyncio
-async def test_a_kept_alive_connection_the_upstream_closed_is_not_used() -> None:
+@LOOPS
+def test_a_kept_alive_connection_the_upstream_closed_is_not_used(run: Run) -> None:
+    run(_a_kept_alive_connection_the_upstream_closed_is_not_used())
+
+
+async def _a_kept_alive_connection_the_upstream_closed_is_not_used() -> None:
     # Answers framed and keep-alive, but the server closes each connection right after.
     body = b'{"ok":1}'
     head = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body)
@@ -187,8 +213,12 @@ async def test_a_kept_alive_connection_the_upstream_closed_is_not_used() -> None
     assert len(raw.requests) == 3  # and no request was sent twice
 
 
-@pytest.mark.asyncio
-async def test_failures_are_upstream_errors() -> None:
+@LOOPS
+def test_failures_are_upstream_errors(run: Run) -> None:
+    run(_failures_are_upstream_errors())
+
+
+async def _failures_are_upstream_errors() -> None:
     unreachable = LeanUpstream("http://127.0.0.1:9", timeout_s=5)
     with pytest.raises(UpstreamError) as refused:
         await exchange(unreachable)
@@ -219,30 +249,31 @@ async def test_failures_are_upstream_errors() -> None:
 def test_an_environment_proxy_or_an_injected_transport_selects_httpx(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in (
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
+    for scheme in ("https", "http", "all"):
+        monkeypatch.delenv(f"{scheme.upper()}_PROXY", raising=False)
+        monkeypatch.delenv(f"{scheme}_proxy", raising=False)
     monkeypatch.setenv("NO_PROXY", "")
-    assert isinstance(upstream_for("https://api.anthropic.com", timeout_s=1), LeanUpstream)
+
+    def kind(url: str, transport: httpx.AsyncBaseTransport | None = None) -> type:
+        upstream = upstream_for(url, timeout_s=1, transport=transport)
+        asyncio.run(upstream.aclose())
+        return type(upstream)
+
+    assert kind("https://api.anthropic.com") is LeanUpstream
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
-    assert isinstance(upstream_for("https://api.anthropic.com", timeout_s=1), HttpxUpstream)
-    assert isinstance(upstream_for("http://127.0.0.1:8000", timeout_s=1), LeanUpstream)
+    assert kind("https://api.anthropic.com") is HttpxUpstream
+    assert kind("http://127.0.0.1:8000") is LeanUpstream
     monkeypatch.setenv("NO_PROXY", "api.anthropic.com")
-    assert isinstance(upstream_for("https://api.anthropic.com", timeout_s=1), LeanUpstream)
-    transport = httpx.AsyncHTTPTransport()
-    assert isinstance(
-        upstream_for("http://127.0.0.1:8000", timeout_s=1, transport=transport), HttpxUpstream
-    )
+    assert kind("https://api.anthropic.com") is LeanUpstream
+    assert kind("http://127.0.0.1:8000", httpx.AsyncHTTPTransport()) is HttpxUpstream
 
 
-@pytest.mark.asyncio
-async def test_the_httpx_fallback_answers_the_same_and_keeps_no_cookies() -> None:
+@LOOPS
+def test_the_httpx_fallback_answers_the_same_and_keeps_no_cookies(run: Run) -> None:
+    run(_the_httpx_fallback_answers_the_same_and_keeps_no_cookies())
+
+
+async def _the_httpx_fallback_answers_the_same_and_keeps_no_cookies() -> None:
     answer = fixed(b'{"ok":1}', b"set-cookie: session=tenant-a\r\n")
     async with raw_server(answer) as raw:
         upstream = HttpxUpstream(raw.url, timeout_s=5, transport=httpx.AsyncHTTPTransport())
@@ -255,3 +286,37 @@ async def test_the_httpx_fallback_answers_the_same_and_keeps_no_cookies() -> Non
             await upstream.aclose()
     second = raw.requests[1].lower()
     assert b"session=tenant-a" not in second  # one tenant's cookie never reaches the next call
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+@LOOPS
+def test_https_upstreams_are_verified_and_kept_alive(run: Run, tmp_path: Path) -> None:
+    run(_https_upstreams_are_verified_and_kept_alive(tmp_path))
+
+
+async def _https_upstreams_are_verified_and_kept_alive(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    command = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+    command += f" -keyout {key} -out {cert} -days 1 -subj /CN=127.0.0.1"
+    command += " -addext subjectAltName=IP:127.0.0.1"
+    subprocess.run(command.split(), check=True, capture_output=True, timeout=60)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    async with raw_server(fixed(b'{"tls":true}'), server_tls) as raw:
+        url = raw.url.replace("http://", "https://")
+        trusting = LeanUpstream(
+            url, timeout_s=5, ssl_context=ssl.create_default_context(cafile=cert)
+        )
+        try:
+            for _ in range(3):
+                response, body = await exchange(trusting)
+                assert (response.status, body) == (200, b'{"tls":true}')
+        finally:
+            await trusting.aclose()
+        assert raw.connections == 1
+        untrusted = LeanUpstream(url, timeout_s=5)  # the default trust: not this certificate
+        with pytest.raises(UpstreamError) as refused:
+            await exchange(untrusted)
+        assert refused.value.kind == "ConnectError"
+        await untrusted.aclose()
+    assert len(raw.requests) == 3  # nothing was sent over the unverified connection
