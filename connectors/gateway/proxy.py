@@ -43,7 +43,7 @@ log = logging.getLogger("evalstream.gateway")
 EPISODE_HEADER = "x-evalstream-episode"
 SESSION_HEADERS = ("x-evalstream-session", "x-claude-code-session-id", "x-session-id")
 AGENT_HEADER = "x-evalstream-agent"
-RECORD_FLUSH_S = 0.02  # recordings of the calls within this window go out in one publish
+RECORD_FLUSH_S = 0.05  # recordings of the calls within this window go out in one publish
 # Never forwarded upstream: connection-level headers and the gateway's own.
 DROP_REQUEST = frozenset(
     name.encode("latin-1")
