@@ -20,10 +20,12 @@ import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Protocol, cast
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httptools
 import httpx
+
+from assertions.errors import InputError
 
 Headers = list[tuple[bytes, bytes]]
 MAX_IDLE = 64
@@ -246,11 +248,9 @@ class LeanUpstream:
         connect_timeout_s: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"upstream {base_url!r}: use http://host[:port] or https://...")
+        parts = _checked(base_url)
         self.tls = parts.scheme == "https"
-        self.host = parts.hostname
+        self.host: str = parts.hostname or ""  # _checked: never empty
         self.port = parts.port or (443 if self.tls else 80)
         default_port = (self.tls and self.port == 443) or (not self.tls and self.port == 80)
         host_header = self.host if default_port else f"{self.host}:{self.port}"
@@ -402,10 +402,27 @@ class HttpxUpstream:
         await self.client.aclose()
 
 
+def _checked(base_url: str) -> SplitResult:
+    parts = urlsplit(base_url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        parts = parts._replace(scheme="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(
+            f"anthropic_upstream {base_url!r} is not an http:// or https:// URL; set it to "
+            "e.g. https://api.anthropic.com (--anthropic-upstream, "
+            "EVALSTREAM_GATEWAY_ANTHROPIC_UPSTREAM)"
+        )
+    return parts
+
+
 def upstream_for(
     base_url: str, *, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None
 ) -> Upstream:
-    """The lean client, unless a transport is injected or an environment proxy applies."""
+    """The lean client, unless a transport is injected or an environment proxy applies.
+    Raises `InputError` for a URL that is not http(s)."""
+    _checked(base_url)
     if transport is not None or _environment_proxy(base_url):
         return HttpxUpstream(base_url, timeout_s=timeout_s, transport=transport)
     return LeanUpstream(base_url, timeout_s=timeout_s)

@@ -19,6 +19,8 @@ import httpx
 import pytest
 import uvloop
 
+from assertions.errors import InputError
+from connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
 from connectors.gateway.upstream import (
     HttpxUpstream,
     LeanUpstream,
@@ -320,3 +322,11 @@ async def _https_upstreams_are_verified_and_kept_alive(tmp_path: Path) -> None:
         assert refused.value.kind == "ConnectError"
         await untrusted.aclose()
     assert len(raw.requests) == 3  # nothing was sent over the unverified connection
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com", "api.anthropic.com", "http://", "http://h:x"])
+def test_an_upstream_that_is_not_an_http_url_is_a_user_error(url: str) -> None:
+    with pytest.raises(InputError, match="anthropic_upstream"):
+        create_gateway_app(
+            GatewaySettings(allow_anonymous=True, anthropic_upstream=url), MemoryPublisher()
+        )
