@@ -14,6 +14,10 @@ piece, so its own latency is small and steady), then measures:
      upstream and through the gateway, one at a time, JSON and streaming (time to the last
      byte); added = percentile(through the proxy) - percentile(direct).
 
+Also prints the CPU time the gateway process used (Linux /proc) during the timed ingest and
+per proxied call, and that of the broker and of this load generator during the ingest: the
+wall-clock figures depend on whatever else runs on the machine, the CPU figures much less.
+
 Prints a Markdown report. Targets: a >= 20,000 signals/s; b p99 added <= 5 ms.
 """
 
