@@ -29,6 +29,7 @@ from assertions.errors import InputError
 
 Headers = list[tuple[bytes, bytes]]
 MAX_IDLE = 64
+MAX_CONNECTIONS = 512  # as httpx's limit was
 PAUSE_BYTES = 1 << 20  # stop reading from the upstream while this much waits for the client
 
 
@@ -227,14 +228,25 @@ class _Response:
         return b"".join([chunk async for chunk in self.chunks()])
 
     async def aclose(self) -> None:
+        self._abandon()
+
+    def _abandon(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()  # not read to the end: the connection cannot carry another exchange
+            self._pool.slots.release()
+
+    def __del__(self) -> None:
+        # A streamed answer whose relay never started (the client left first) is never
+        # closed by the proxy: give its connection and slot back when it is collected.
+        with contextlib.suppress(Exception):  # e.g. its event loop is closed already
+            self._abandon()
 
     def _release(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
             self._pool.release(conn)
+            self._pool.slots.release()
 
 
 class LeanUpstream:
@@ -247,6 +259,7 @@ class LeanUpstream:
         timeout_s: float,
         connect_timeout_s: float = 10.0,
         ssl_context: ssl.SSLContext | None = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         parts = _checked(base_url)
         self.tls = parts.scheme == "https"
@@ -262,6 +275,8 @@ class LeanUpstream:
         self.connect_timeout_s = connect_timeout_s
         self.ssl_context = ssl_context or (_default_ssl_context() if self.tls else None)
         self._idle: deque[_Connection] = deque()
+        # Exchanges under way (a response holds its slot until read or closed); more wait.
+        self.slots = asyncio.Semaphore(max_connections)
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -305,12 +320,17 @@ class LeanUpstream:
             head += (name, b": ", value, b"\r\n")
         head += (b"content-length: ", str(len(body)).encode(), b"\r\n\r\n")
         request = b"".join(head) + body
-        conn = self._idle_connection()
-        if conn is None:
-            conn = await self._connect()
-        else:
-            conn.reset()
-        return await self._exchange(conn, request)
+        await self.slots.acquire()
+        try:
+            conn = self._idle_connection()
+            if conn is None:
+                conn = await self._connect()
+            else:
+                conn.reset()
+            return await self._exchange(conn, request)
+        except BaseException:
+            self.slots.release()
+            raise
 
     async def _exchange(self, conn: _Connection, request: bytes) -> UpstreamResponse:
         assert conn.transport is not None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import shutil
 import ssl
 import subprocess
@@ -143,6 +144,36 @@ async def _the_request_is_sent_whole_and_the_connection_kept_alive() -> None:
     assert not any(
         line.lower().startswith(b"cookie") for r in raw.requests for line in r.split(b"\r\n")
     )
+
+
+@LOOPS
+def test_exchanges_beyond_the_connection_limit_wait_for_a_free_one(run: Run) -> None:
+    run(_exchanges_beyond_the_connection_limit_wait_for_a_free_one())
+
+
+async def _exchanges_beyond_the_connection_limit_wait_for_a_free_one() -> None:
+    async with raw_server(fixed(b'{"ok":1}')) as raw:
+        upstream = LeanUpstream(raw.url, timeout_s=5, max_connections=1)
+        try:
+            first = await upstream.send("/v1/messages", b"", [], b"{}")
+            second = asyncio.create_task(exchange(upstream))
+            await asyncio.sleep(0.1)
+            assert not second.done()  # waits: the first answer holds the only connection
+            assert await first.read() == b'{"ok":1}'
+            _, body = await second
+            assert body == b'{"ok":1}'
+            failed = await upstream.send("/v1/messages", b"", [], b"{}")
+            await failed.aclose()  # closed unread: the slot is free again, the connection not
+            _, body = await exchange(upstream)
+            assert body == b'{"ok":1}'
+            forgotten = await upstream.send("/v1/messages", b"", [], b"{}")
+            del forgotten  # never read nor closed: collected, it gives its slot back
+            gc.collect()
+            _, body = await asyncio.wait_for(exchange(upstream), 5)
+            assert body == b'{"ok":1}'
+        finally:
+            await upstream.aclose()
+    assert raw.connections == 3  # the second call reused the first's connection
 
 
 @LOOPS
