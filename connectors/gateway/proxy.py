@@ -1,11 +1,13 @@
 """The recording proxy for the Anthropic Messages API.
 
 Point `ANTHROPIC_BASE_URL` at the gateway: `POST /v1/messages` is forwarded to the configured
-upstream with httpx and the answer passed back unchanged (status, headers, body); a streamed
-answer is passed through chunk by chunk as it arrives. Each call is then recorded, off the
-response path, as `provider:start` / `provider:end` (model, usage, cost, duration, stop
-reason) or `provider:error`, plus one `tool:call` per `tool_use` block, in the episode named by
-`X-Evalstream-Episode` (else a session header, else a new episode per call).
+upstream (`connectors.gateway.upstream`) and the answer passed back unchanged (status,
+headers, body); a streamed answer is passed through chunk by chunk as it arrives. Each call
+is then recorded, off the response path, as `provider:start` / `provider:end` (model, usage,
+cost, duration, stop reason) or `provider:error`, plus one `tool:call` per `tool_use` block,
+in the episode named by `X-Evalstream-Episode` (else a session header, else a new episode
+per call). The recordings of the calls that end within `RECORD_FLUSH_S` are published
+together.
 
 The client's credentials (`x-api-key`, `Authorization`) are forwarded upstream and never
 recorded or logged; the gateway's own token travels in `X-Evalstream-Token`.
@@ -31,8 +33,9 @@ from assertions.signals import Signal
 from connectors.gateway.ingest import Encoder, wire_records
 from connectors.gateway.messages import MessageAccumulator, MessageSummary, summarize_message
 from connectors.gateway.metrics import GatewayMetrics
-from connectors.gateway.publisher import Publisher
+from connectors.gateway.publisher import OutRecord, Publisher
 from connectors.gateway.tenancy import Caller
+from connectors.gateway.upstream import Upstream, UpstreamError, UpstreamResponse, upstream_for
 
 JSON = Any
 log = logging.getLogger("evalstream.gateway")
@@ -40,9 +43,11 @@ log = logging.getLogger("evalstream.gateway")
 EPISODE_HEADER = "x-evalstream-episode"
 SESSION_HEADERS = ("x-evalstream-session", "x-claude-code-session-id", "x-session-id")
 AGENT_HEADER = "x-evalstream-agent"
+RECORD_FLUSH_S = 0.05  # recordings of the calls within this window go out in one publish
 # Never forwarded upstream: connection-level headers and the gateway's own.
 DROP_REQUEST = frozenset(
-    {
+    name.encode("latin-1")
+    for name in (
         "host",
         "connection",
         "keep-alive",
@@ -58,7 +63,7 @@ DROP_REQUEST = frozenset(
         EPISODE_HEADER,
         AGENT_HEADER,
         "x-evalstream-session",
-    }
+    )
 )
 DROP_RESPONSE = frozenset(
     {
@@ -116,42 +121,42 @@ class AnthropicProxy:
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.upstream = upstream.rstrip("/")
         self.publisher = publisher
         self.encoder = encoder
         self.metrics = metrics
         self.pricing = pricing
         self.clock = clock
-        self.client = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout_s, connect=10.0),
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
-            transport=transport,
-        )
+        self.upstream: Upstream = upstream_for(upstream, timeout_s=timeout_s, transport=transport)
         self.recordings: set[asyncio.Task[None]] = set()
+        self._unpublished: list[OutRecord] = []
+        self._flush_handle: asyncio.TimerHandle | None = None
 
     async def close(self) -> None:
+        self._flush()
         if self.recordings:
             await asyncio.gather(*self.recordings, return_exceptions=True)
-        await self.client.aclose()
+        await self.upstream.aclose()
 
-    def _upstream_request(
+    async def _send(
         self, path: str, query: bytes, headers: Sequence[tuple[bytes, bytes]], body: bytes
-    ) -> httpx.Request:
-        forwarded = [(k, v) for k, v in headers if k.decode("latin-1").lower() not in DROP_REQUEST]
+    ) -> UpstreamResponse:
+        forwarded = [(k, v) for k, v in headers if k.lower() not in DROP_REQUEST]
         forwarded.append((b"accept-encoding", b"identity"))  # the recorder reads the bytes
-        url = self.upstream + path + (("?" + query.decode("latin-1")) if query else "")
-        return self.client.build_request("POST", url, headers=forwarded, content=body)
+        return await self.upstream.send(path, query, forwarded, body)
 
     async def forward_plain(
         self, path: str, query: bytes, headers: Sequence[tuple[bytes, bytes]], body: bytes
     ) -> Response:
         """Forward without recording (e.g. count_tokens)."""
-        request = self._upstream_request(path, query, headers, body)
         try:
-            response = await self.client.send(request)
-        except httpx.HTTPError as exc:
-            return _anthropic_error(502, "api_error", f"upstream unreachable: {type(exc).__name__}")
-        return Response(response.content, response.status_code, _response_headers(response))
+            response = await self._send(path, query, headers, body)
+            try:
+                content = await response.read()
+            finally:
+                await response.aclose()
+        except UpstreamError as exc:
+            return _anthropic_error(502, "api_error", f"upstream unreachable: {exc.kind}")
+        return Response(content, response.status, _response_headers(response.headers))
 
     async def messages(
         self,
@@ -161,46 +166,45 @@ class AnthropicProxy:
         headers: Sequence[tuple[bytes, bytes]],
         body: bytes,
     ) -> Response:
-        request = self._upstream_request(path, query, headers, body)
         try:
-            upstream = await self.client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            message = f"upstream unreachable: {type(exc).__name__}"
+            upstream = await self._send(path, query, headers, body)
+        except UpstreamError as exc:
+            message = f"upstream unreachable: {exc.kind}"
             self._record(ctx, None, {"code": "upstream_unreachable", "message": message})
             self.metrics.proxy_calls.labels("unreachable", str(ctx.streamed).lower()).inc()
             return _anthropic_error(502, "api_error", message)
-        out_headers = _response_headers(upstream)
+        out_headers = _response_headers(upstream.headers)
         out_headers[EPISODE_HEADER] = ctx.caller.episode(ctx.episode_id)
-        content_type = upstream.headers.get("content-type", "")
-        if upstream.status_code == 200 and content_type.startswith("text/event-stream"):
+        content_type = upstream.header("content-type") or ""
+        if upstream.status == 200 and content_type.startswith("text/event-stream"):
             return StreamingResponse(
                 self._relay(ctx, upstream),
-                status_code=upstream.status_code,
+                status_code=upstream.status,
                 headers=out_headers,
             )
         try:
-            content = await upstream.aread()
-        except httpx.HTTPError as exc:
-            message = f"upstream failed mid-response: {type(exc).__name__}"
+            content = await upstream.read()
+        except UpstreamError as exc:
+            message = f"upstream failed mid-response: {exc.kind}"
             self._record(ctx, None, {"code": "upstream_unreachable", "message": message})
             return _anthropic_error(502, "api_error", message)
         finally:
             await upstream.aclose()
         summary: MessageSummary | None = None
         failure: dict[str, JSON] | None = None
-        if upstream.is_success:
+        if 200 <= upstream.status < 300:
             try:
                 summary = summarize_message(orjson.loads(content))
             except orjson.JSONDecodeError:
                 summary = MessageSummary()
         else:
-            failure = _error_of(upstream.status_code, content)
+            failure = _error_of(upstream.status, content)
         outcome = "ok" if failure is None else "upstream_error"
         self.metrics.proxy_calls.labels(outcome, "false").inc()
         # Recorded after the answer went out: the recording costs the caller no latency.
         return Response(
             content,
-            upstream.status_code,
+            upstream.status,
             out_headers,
             background=BackgroundTask(self._after, ctx, summary, failure),
         )
@@ -211,15 +215,15 @@ class AnthropicProxy:
         self.metrics.proxy_upstream_latency.observe(time.monotonic() - ctx.started_monotonic)
         self._record(ctx, summary, failure)
 
-    async def _relay(self, ctx: CallContext, upstream: httpx.Response) -> AsyncIterator[bytes]:
+    async def _relay(self, ctx: CallContext, upstream: UpstreamResponse) -> AsyncIterator[bytes]:
         accumulator = MessageAccumulator()
         failure: dict[str, JSON] | None = None
         try:
-            async for chunk in upstream.aiter_raw():
+            async for chunk in upstream.chunks():
                 yield chunk  # first to the client, then to the recorder
                 accumulator.feed(chunk)
-        except httpx.HTTPError as exc:
-            failure = {"code": "upstream_interrupted", "message": type(exc).__name__}
+        except UpstreamError as exc:
+            failure = {"code": "upstream_interrupted", "message": exc.kind}
         finally:
             await upstream.aclose()
             summary = accumulator.finish()
@@ -247,11 +251,25 @@ class AnthropicProxy:
             self.metrics.proxy_record_failures.inc()
             log.warning("could not build the recording of a proxied call", exc_info=True)
             return
+        # Published together with the other calls of the next few milliseconds: one Kafka
+        # publish per call would cost each call more CPU than its proxying.
+        self._unpublished.extend(records)
+        if self._flush_handle is None:
+            loop = asyncio.get_running_loop()
+            self._flush_handle = loop.call_later(RECORD_FLUSH_S, self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        if not self._unpublished:
+            return
+        records, self._unpublished = self._unpublished, []
         task = asyncio.create_task(self._publish(records))
         self.recordings.add(task)
         task.add_done_callback(self.recordings.discard)
 
-    async def _publish(self, records: list[Any]) -> None:
+    async def _publish(self, records: list[OutRecord]) -> None:
         try:
             await self.publisher.publish(records)
         except Exception:  # a lost recording must never break the proxied call
@@ -357,8 +375,17 @@ class AnthropicProxy:
         return [start, end, *calls]
 
 
-def _response_headers(response: httpx.Response) -> dict[str, str]:
-    return {k: v for k, v in response.headers.items() if k.lower() not in DROP_RESPONSE}
+def _response_headers(headers: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The upstream's headers minus the connection-level ones; lower-case names, repeated
+    headers joined with ", " (as httpx's `Headers.items()` did)."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in headers:
+        name = raw_name.decode("latin-1").lower()
+        if name in DROP_RESPONSE:
+            continue
+        value = raw_value.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
 
 
 def _error_of(status: int, content: bytes) -> dict[str, JSON]:
