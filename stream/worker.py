@@ -54,9 +54,9 @@ from assertions.regression import RegressionDetector
 from assertions.results import EpisodeResult
 from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_settings
 from assertions.suites import Suite, SuiteSet
+from connectors.batched_output import BatchedOutput
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
-from stream.batched_output import BatchedOutput
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
@@ -342,35 +342,37 @@ class Worker:
     async def _on_assigned(self, partitions: set[int]) -> None:
         self.rebalancing = False  # each partition's state is made on its first batch
 
-    async def _open_partition(self, partition: int) -> PartitionState:
-        """A newly assigned partition: resume at the committed offset, markers read back."""
+    async def _open_partitions(self, partitions: list[int]) -> None:
+        """Newly assigned partitions: each resumes at its committed offset, with its markers
+        read back (one read of the `closed` topic for all of them)."""
         from connectors.compacted_topic import read_latest_by_partition  # noqa: PLC0415
 
         assert self.consumer is not None
-        start = await self.consumer.start_offset(partition)
         markers = await read_latest_by_partition(
-            self.settings.broker, self.settings.topic("closed"), [partition]
+            self.settings.broker, self.settings.topic("closed"), partitions
         )
-        state = self.states[partition] = self._new_state(partition, start)
-        for key, value in markers.get(partition, {}).items():
-            state.markers[key.decode("utf-8", "replace")] = orjson.loads(value)
-        log.info(
-            "partition %s resumes at offset %s (%s closed-episode markers)",
-            partition,
-            start,
-            len(state.markers),
-        )
-        return state
+        for partition in partitions:
+            start = await self.consumer.start_offset(partition)
+            state = self.states[partition] = self._new_state(partition, start)
+            for key, value in markers.get(partition, {}).items():
+                state.markers[key.decode("utf-8", "replace")] = orjson.loads(value)
+            log.info(
+                "partition %s resumes at offset %s (%s closed-episode markers)",
+                partition,
+                start,
+                len(state.markers),
+            )
 
     async def _evaluate_batch(self, batch: Records) -> None:
         signals_topic = self.settings.topic("signals")
         assigned = self.consumer.assigned() if self.consumer is not None else set()
+        new = sorted(p for p in batch if p not in self.states and p in assigned)
+        if new:
+            await self._open_partitions(new)
         for partition, records in batch.items():
             state = self.states.get(partition)
             if state is None:
-                if partition not in assigned:
-                    continue  # revoked meanwhile
-                state = await self._open_partition(partition)
+                continue  # revoked meanwhile
             pipeline = state.pipeline
             open_episodes = pipeline.assembler.open
             started = time.perf_counter()

@@ -26,11 +26,11 @@ from collections.abc import Callable, Sequence
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
-from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from connectors.gateway.errors import Unavailable
 from connectors.gateway.publisher import OutRecord
+from connectors.kafka_partitions import KeyPartitions
 
 log = logging.getLogger("evalstream.gateway")
 MAX_BATCH_BYTES = 512 * 1024
@@ -58,8 +58,7 @@ class KafkaPublisher:
         self._producer: AIOKafkaProducer | None = None
         self._connector: asyncio.Task[None] | None = None
         self._topics: dict[str, str] = {}
-        self._partitions: dict[tuple[str, bytes], int] = {}
-        self._partitioner = DefaultPartitioner()
+        self._key_partitions = KeyPartitions()
         self._lanes: dict[tuple[str, int], _Lane] = {}
         self._last_error = "not started"
 
@@ -133,18 +132,13 @@ class KafkaPublisher:
     def _partition(self, producer: AIOKafkaProducer, topic: str, key: bytes) -> int | None:
         """The default partitioner's choice, cached per key (episodes send many records);
         None while the topic's metadata is unknown."""
-        cached = self._partitions.get((topic, key))
+        cached = self._key_partitions.get(topic, key)
         if cached is not None:
             return cached
         partitions = producer.client.cluster.partitions_for_topic(topic)
         if not partitions:
             return None
-        if len(self._partitions) >= 100_000:
-            self._partitions.clear()
-        ordered = sorted(partitions)
-        chosen: int = self._partitioner(key, ordered, ordered)
-        self._partitions[(topic, key)] = chosen
-        return chosen
+        return self._key_partitions.choose(topic, key, partitions)
 
     def _topic(self, stream: str) -> str:
         topic = self._topics.get(stream)

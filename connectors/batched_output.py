@@ -12,17 +12,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aiokafka.partitioner import DefaultPartitioner
-
-KEY_CACHE_LIMIT = 100_000  # partitions remembered per key; cleared whole when full
+from connectors.kafka_partitions import KeyPartitions
 
 
 class BatchedOutput:
     def __init__(self, producer: Any) -> None:
         self.producer = producer
-        self._partitioner = DefaultPartitioner()
         self._partitions: dict[str, list[int]] = {}
-        self._key_partition: dict[tuple[str, bytes], int] = {}
+        self._keys = KeyPartitions()
         self._open: dict[tuple[str, int], Any] = {}  # (topic, partition) -> BatchBuilder
 
     async def add_topics(self, topics: list[str]) -> None:
@@ -31,15 +28,7 @@ class BatchedOutput:
             self._partitions[topic] = sorted(await self.producer.partitions_for(topic))
 
     def partition_of(self, topic: str, key: bytes) -> int:
-        cache_key = (topic, key)
-        partition = self._key_partition.get(cache_key)
-        if partition is None:
-            partitions = self._partitions[topic]
-            partition = int(self._partitioner(key, partitions, partitions))
-            if len(self._key_partition) >= KEY_CACHE_LIMIT:
-                self._key_partition.clear()
-            self._key_partition[cache_key] = partition
-        return partition
+        return self._keys.choose(topic, key, self._partitions[topic])
 
     async def append(
         self, topic: str, key: bytes, value: bytes | None, partition: int | None = None
