@@ -161,11 +161,6 @@ def produce_in_background(
     return thread
 
 
-# Known weakness (docs/benchmarks.md, closing notes): rarely, after a takeover, faust's
-# recovery leaves a partition unprocessed until the watchdog restarts the worker, and some
-# episodes are reported after the test's wait. One rerun keeps CI from failing on that rare
-# stall; a failure of both runs still fails, and every failure is printed in the report.
-@pytest.mark.flaky(reruns=1)
 def test_sigkill_mid_stream_and_restart_loses_nothing(
     setup: tuple[Deployment, list[tuple[bytes, bytes]], list[EpisodeResult]],
 ) -> None:
@@ -186,11 +181,6 @@ def test_sigkill_mid_stream_and_restart_loses_nothing(
     assert any(offset > 0 for offset in resumed), "the restart must resume from committed offsets"
 
 
-# Known weakness (docs/benchmarks.md, closing notes): rarely, after a takeover, faust's
-# recovery leaves a partition unprocessed until the watchdog restarts the worker, and some
-# episodes are reported after the test's wait. One rerun keeps CI from failing on that rare
-# stall; a failure of both runs still fails, and every failure is printed in the report.
-@pytest.mark.flaky(reruns=1)
 def test_two_workers_one_killed_the_other_takes_over(
     setup: tuple[Deployment, list[tuple[bytes, bytes]], list[EpisodeResult]],
 ) -> None:
