@@ -325,6 +325,7 @@ async def play(script: Script, config: Config, suites: list[Suite], batch: int) 
         llm_topics=frozenset({"llm"}) if config.llm else frozenset(),
         scoring=stage,
         regression=regression,
+        time_each_message=False,  # a histogram per call: handle and handle_batch differ
     )
     run: list[tuple[Envelope, float | None]] = []
 
