@@ -33,6 +33,11 @@ MATCHER_KEYS = (
 
 
 def is_number(value: JSON) -> TypeGuard[int | float]:
+    kind = type(value)  # exact types first: decoded JSON never holds subclasses
+    if kind is int or kind is float:
+        return True
+    if kind is bool or value is None:
+        return False
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

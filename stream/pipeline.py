@@ -133,6 +133,7 @@ class Pipeline:
         self.on_scored = on_scored
         self.time_each_message = time_each_message
         self._consumed: dict[str, Any] = {}  # topic -> its counter child (labels() is slow)
+        self._children: dict[tuple[Any, ...], Any] = {}  # (metric, *labels) -> child
         # What `ingest` left for `flush`: dead letters in order, or a multi-signal message.
         self._dead: list[tuple[Envelope, str, str]] = []
         self._deferred: tuple[Envelope, float | None] | None = None
@@ -231,6 +232,14 @@ class Pipeline:
             consumed = self._consumed[topic] = self.metrics.signals.labels(topic)
         consumed.inc(n)
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, cached: labels() validates and locks on every call."""
+        key = (metric, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def decode(self, env: Envelope) -> list[Signal]:
         if env.topic not in self.llm_topics:
             return [self.decode_signal(env)]
@@ -311,7 +320,7 @@ class Pipeline:
         return False
 
     async def dead_letter(self, env: Envelope, reason: str, message: str) -> None:
-        self.metrics.rejected.labels(reason).inc()
+        self._child(self.metrics.rejected, reason).inc()
         letter = DeadLetter(
             reason,
             message,
@@ -373,11 +382,15 @@ class Pipeline:
                     record = verdict_record(result.episode_id, outcome, result.attrs, early=False)
                     await self.sink.publish(VERDICTS, result.episode_id, record)
                 elif ended is not None and outcome.decided_ts is not None:
-                    self.metrics.lead_time.labels(outcome.type).observe(
+                    self._child(self.metrics.lead_time, outcome.type).observe(
                         max(0.0, (ended - outcome.decided_ts) / 1000.0)
                     )
-                self.metrics.verdicts.labels(
-                    outcome.suite, outcome.type, outcome.verdict.value, str(early).lower()
+                self._child(
+                    self.metrics.verdicts,
+                    outcome.suite,
+                    outcome.type,
+                    outcome.verdict.value,
+                    "true" if early else "false",
                 ).inc()
             record = episode_record(result)
             if self.scoring is not None:
@@ -385,7 +398,7 @@ class Pipeline:
                 record.update(scored.record_fields())
                 await self._emit_scored(result, scored)
             await self.sink.publish(EPISODES, result.episode_id, record)
-            self.metrics.episodes.labels(result.close_reason, result.status).inc()
+            self._child(self.metrics.episodes, result.close_reason, result.status).inc()
             if self.on_result is not None:
                 self.on_result(result)
 
