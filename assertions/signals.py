@@ -125,7 +125,10 @@ def _rfc3339_ms(value: str) -> float:
     if n == 24 and value[23] == "Z" and value[19] == "." and value[10] == "T":
         millis = value[20:23]
         if millis.isdigit():
-            return (_seconds_us(value[:19]) + int(millis) * 1000) / 1000.0
+            base = _SECONDS_CACHE.get(value[:19])
+            if base is None:
+                base = _seconds_us(value[:19])
+            return (base + int(millis) * 1000) / 1000.0
     if n >= 20 and value[-1] == "Z" and value[10] == "T":
         fraction = value[19:-1]
         if not fraction or (len(fraction) > 1 and fraction[0] == "." and fraction[1:].isdigit()):
@@ -185,7 +188,7 @@ def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
             "signal has no `timestamp`; use an RFC 3339 string or epoch milliseconds",
         )
     try:
-        ts = parse_timestamp(raw_ts)
+        ts = _rfc3339_ms(raw_ts) if type(raw_ts) is str else parse_timestamp(raw_ts)
     except ValueError as exc:
         raise SignalDecodeError("bad_timestamp", f"signal `timestamp` {raw_ts!r}: {exc}") from exc
     sid = get("id")
