@@ -398,7 +398,7 @@ class Pipeline:
                     self.metrics.verdicts,
                     outcome.suite,
                     outcome.type,
-                    outcome.verdict.value,
+                    outcome.verdict._value_,
                     "true" if early else "false",
                 ).inc()
             record = episode_record(result)
