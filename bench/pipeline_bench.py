@@ -30,7 +30,6 @@ import os
 import pstats
 import random
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,19 +37,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from engine_bench import Traffic
+from kafka_bench import episode_records, interleaved
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engine_bench import Traffic  # noqa: E402 - the bench directory goes on the path first
-from kafka_bench import episode_records, interleaved  # noqa: E402
-
-from assertions.assembly import CloseReason, CloseRules  # noqa: E402
-from assertions.regression import RegressionDetector  # noqa: E402
-from assertions.scoring_stage import ScoringSettings, ScoringStage  # noqa: E402
-from assertions.suites import Suite, load_suite  # noqa: E402
-from stream.metrics import PipelineMetrics  # noqa: E402
-from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline  # noqa: E402
-from stream.settings import WorkerSettings  # noqa: E402
-from stream.signals_consumer import BATCH_RECORDS  # noqa: E402
+from assertions.assembly import CloseReason, CloseRules
+from assertions.regression import RegressionDetector
+from assertions.scoring_stage import ScoringSettings, ScoringStage
+from assertions.suites import Suite, load_suite
+from stream.metrics import PipelineMetrics
+from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline
+from stream.settings import WorkerSettings
+from stream.signals_consumer import BATCH_RECORDS
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "suite.yaml"
@@ -203,42 +200,33 @@ def _llm_call(episode: str, i: int, rng: random.Random) -> bytes:
     )
 
 
-def messy_script(seed: int = 7, episodes: int = 90) -> Script:
-    """Out-of-order, duplicate, late, malformed, LLM-call and never-ending episodes, with
-    explicit closes and clock ticks in between (the worker's sweep and control records)."""
-    rng = random.Random(seed)
-    per_episode: list[list[tuple[bytes | None, bytes, str]]] = []
-    for i in range(episodes):
-        ep = f"ep-{i}"
-        items: list[tuple[bytes | None, bytes, str]] = []
-        traffic = list(Traffic(rng.randint(98, 180), seed=seed * 1000 + i, episode_id=ep))
-        if i % 7 == 3:
-            traffic = traffic[:-1]  # no harness:end: closed by inactivity, a close or the end
-        for obj in traffic:
-            if "attrs" in obj:
-                obj["attrs"]["variant"] = rng.choice(["a", "b"])
-                if i % 5 == 0:
-                    obj["attrs"]["case_id"] = f"case-{i % 3}"
-            if i % 11 == 5 and rng.random() < 0.2:
-                del obj["id"]  # a content id
-            _retime(obj, rng)
-            items.append((ep.encode(), orjson.dumps(obj), "signals"))
-        if i % 4 == 1:
-            for j in range(rng.randint(1, 3)):
-                items.insert(rng.randint(1, len(items)), (ep.encode(), _llm_call(ep, j, rng), "llm"))
-        per_episode.append(items)
-    # Start episodes at staggered positions, so some run while others have closed.
-    stream: list[tuple[bytes | None, bytes, str]] = []
-    active: list[list[tuple[bytes | None, bytes, str]]] = []
-    pending = list(per_episode)
-    while pending or active:
-        if pending and (len(active) < 8 or rng.random() < 0.01):
-            active.append(pending.pop(0))
-        source = rng.choice(active)
-        stream.append(source.pop(0))
-        if not source:
-            active.remove(source)
-    # Swaps (out of order), duplicates shortly after, late copies much later, malformed.
+Item = tuple[bytes | None, bytes, str]  # key, value, topic
+
+
+def _messy_episode(i: int, seed: int, rng: random.Random) -> list[Item]:
+    ep = f"ep-{i}"
+    items: list[Item] = []
+    traffic = list(Traffic(rng.randint(98, 180), seed=seed * 1000 + i, episode_id=ep))
+    if i % 7 == 3:
+        traffic = traffic[:-1]  # no harness:end: closed by inactivity, a close or the end
+    for obj in traffic:
+        if "attrs" in obj:
+            obj["attrs"]["variant"] = rng.choice(["a", "b"])
+            if i % 5 == 0:
+                obj["attrs"]["case_id"] = f"case-{i % 3}"
+        if i % 11 == 5 and rng.random() < 0.2:
+            del obj["id"]  # a content id
+        _retime(obj, rng)
+        items.append((ep.encode(), orjson.dumps(obj), "signals"))
+    if i % 4 == 1:
+        for j in range(rng.randint(1, 3)):
+            at = rng.randint(1, len(items))
+            items.insert(at, (ep.encode(), _llm_call(ep, j, rng), "llm"))
+    return items
+
+
+def _mess_up(stream: list[Item], rng: random.Random) -> None:
+    """Swaps (out of order), duplicates shortly after, late copies much later, malformed."""
     for _ in range(len(stream) // 12):
         j = rng.randrange(len(stream) - 1)
         stream[j], stream[j + 1] = stream[j + 1], stream[j]
@@ -254,6 +242,25 @@ def messy_script(seed: int = 7, episodes: int = 90) -> Script:
             stream.insert(rng.randint(j + 600, len(stream)), (key, orjson.dumps(obj), topic))
     for key, value in MALFORMED:
         stream.insert(rng.randrange(len(stream)), (key, value, "signals"))
+
+
+def messy_script(seed: int = 7, episodes: int = 90) -> Script:
+    """Out-of-order, duplicate, late, malformed, LLM-call and never-ending episodes, with
+    explicit closes and clock ticks in between (the worker's sweep and control records)."""
+    rng = random.Random(seed)
+    per_episode = [_messy_episode(i, seed, rng) for i in range(episodes)]
+    # Start episodes at staggered positions, so some run while others have closed.
+    stream: list[Item] = []
+    active: list[list[Item]] = []
+    pending = list(per_episode)
+    while pending or active:
+        if pending and (len(active) < 8 or rng.random() < 0.01):
+            active.append(pending.pop(0))
+        source = rng.choice(active)
+        stream.append(source.pop(0))
+        if not source:
+            active.remove(source)
+    _mess_up(stream, rng)
     script = Script()
     now = NOW0
     for offset, (key, value, topic) in enumerate(stream):
