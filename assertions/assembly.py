@@ -127,7 +127,7 @@ class ClosedEpisode:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per early verdict, and a frozen __init__ is slower
 class EarlyVerdict:
     episode: OpenEpisode
     top_index: int

@@ -202,7 +202,19 @@ class Pipeline:
         except SignalDecodeError as exc:
             self._dead.append((env, exc.reason, exc.message))
             return True
-        return self._feed(sig, env, now)
+        if now is None:
+            return self._feed(sig, env, now)
+        # _feed with `now` given (the worker's case), inlined: this runs for every signal.
+        asm = self.assembler
+        status = asm.feed(sig, now)
+        if status:  # not Accept.ACCEPTED
+            return self._rejected(sig, env, status)
+        if asm.early or asm.ready:
+            return True
+        if len(asm.open) != self._open_reported:
+            self._open_reported = len(asm.open)
+            self.metrics.open_episodes.set(self._open_reported)
+        return False
 
     async def flush(self) -> None:
         """Publishes what the last `ingest` left: dead letters, then verdicts and episodes."""
@@ -309,24 +321,28 @@ class Pipeline:
             now = self.now()
         status = asm.feed(sig, now)
         if status:  # not Accept.ACCEPTED
-            if status is Accept.DUPLICATE:
-                self.metrics.duplicates.inc()
-            else:
-                self.metrics.late.inc()
-                self._dead.append(
-                    (
-                        env or Envelope("signals", orjson.dumps(sig.to_wire())),
-                        "late",
-                        f"signal {sig.id} ({sig.name}) arrived after episode {sig.episode_id} "
-                        "closed",
-                    )
-                )
-        if asm.early or asm.ready or self._dead:
+            return self._rejected(sig, env, status)
+        if asm.early or asm.ready:
             return True
         if len(asm.open) != self._open_reported:
             self._open_reported = len(asm.open)
             self.metrics.open_episodes.set(self._open_reported)
         return False
+
+    def _rejected(self, sig: Signal, env: Envelope | None, status: Accept) -> bool:
+        """A duplicate (counted) or a late signal (counted, to the dead letters)."""
+        if status is Accept.DUPLICATE:
+            self.metrics.duplicates.inc()
+        else:
+            self.metrics.late.inc()
+            self._dead.append(
+                (
+                    env or Envelope("signals", orjson.dumps(sig.to_wire())),
+                    "late",
+                    f"signal {sig.id} ({sig.name}) arrived after episode {sig.episode_id} closed",
+                )
+            )
+        return True
 
     async def dead_letter(self, env: Envelope, reason: str, message: str) -> None:
         self._child(self.metrics.rejected, reason).inc()
