@@ -10,9 +10,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assertions.engine import AssertionOutcome
 from assertions.matchers import is_number
+from assertions.records import verdict_record
 from assertions.results import iso_ms
 from assertions.signals import parse_timestamp
+from assertions.verdicts import Verdict
 
 YEAR_2100_MS = 4_102_444_800_000
 
@@ -114,3 +117,29 @@ tails = st.one_of(
 def test_timestamp_fast_paths_equal_the_parser_before_them(moment: datetime, tail: str) -> None:
     value = moment.strftime("%Y-%m-%dT%H:%M:%S") + tail
     assert outcome(parse_timestamp, value) == outcome(rfc3339_ms_before, value)
+
+
+@given(
+    st.sampled_from(list(Verdict)),
+    st.one_of(st.none(), st.floats(0, 4e12)),
+    st.booleans(),
+    st.dictionaries(st.sampled_from(["case_id", "agent_id", "variant", "x"]), st.text(max_size=3)),
+)
+def test_verdict_record_is_the_outcome_json_after_the_episode_fields(
+    verdict: Verdict, decided_ts: float | None, early: bool, attrs: dict[str, Any]
+) -> None:
+    outcome = AssertionOutcome(3, "signal.not", "suite", "rule-1", verdict, "msg", "s1", decided_ts)
+    record = verdict_record("ep", outcome, attrs, early=early)
+    case_id = attrs.get("case_id")
+    expected = {
+        "dedupe_key": "ep/suite/3/rule-1",
+        "episode_id": "ep",
+        "case_id": case_id if isinstance(case_id, str) else None,
+        "agent_id": attrs.get("agent_id"),
+        "variant": attrs.get("variant"),
+        "early": early,
+        "decided_at_time": iso_ms(decided_ts),
+        **outcome.to_json(),
+    }
+    assert list(record.items()) == list(expected.items())  # the same bytes once serialised
+    assert type(record["verdict"]) is str
