@@ -135,7 +135,7 @@ def _compile_matcher(key: str, arg: JSON, where: str) -> Predicate:
         if not isinstance(arg, str):
             raise ValueError(f"{where}: `matches` takes a regex string, got {arg!r}")
         try:
-            bounded = compile_regex(arg)
+            bounded = compile_regex(arg, memo=True)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
         return lambda actual: isinstance(actual, str) and bounded.search(actual)

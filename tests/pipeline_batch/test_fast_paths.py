@@ -7,10 +7,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from assertions.bounded_regex import BoundedRegex
 from assertions.engine import AssertionOutcome
+from assertions.errors import RegexTimeoutError
 from assertions.matchers import is_number
 from assertions.records import verdict_record
 from assertions.results import iso_ms
@@ -143,3 +146,21 @@ def test_verdict_record_is_the_outcome_json_after_the_episode_fields(
     }
     assert list(record.items()) == list(expected.items())  # the same bytes once serialised
     assert type(record["verdict"]) is str
+
+
+@given(
+    st.sampled_from(["^gh pr merge", "a+b", "(?i)MERGE$", "^$", "x{2,}"]),
+    st.lists(st.text(alphabet="abxghpr merGE", max_size=300), min_size=1, max_size=20),
+)
+def test_a_remembering_regex_answers_like_a_fresh_one(pattern: str, texts: list[str]) -> None:
+    memo = BoundedRegex(pattern, memo=True)
+    for text in texts * 2:  # the second round comes from the table (short texts)
+        assert memo.search(text) == BoundedRegex(pattern).search(text)
+
+
+def test_a_remembering_regex_still_times_out_and_remembers_no_timeout() -> None:
+    evil = BoundedRegex("(a|aa)+b", timeout_s=0.01, memo=True)
+    text = "a" * 40
+    for _ in range(2):
+        with pytest.raises(RegexTimeoutError):
+            evil.search(text)
