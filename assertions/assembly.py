@@ -127,7 +127,7 @@ class ClosedEpisode:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per early verdict, and a frozen __init__ is slower
 class EarlyVerdict:
     episode: OpenEpisode
     top_index: int
@@ -160,6 +160,9 @@ class EpisodeAssembler:
         self.late = 0
         self._recent: set[int] = set()
         self._ring: deque[int] = deque()
+        # Read for every signal: kept here, not behind `self.rules.`.
+        self._dedupe_window = self.rules.dedupe_window
+        self._max_signals = self.rules.max_signals
 
     def is_end(self, name: str) -> bool:
         found = self._end_cache.get(name)
@@ -171,20 +174,21 @@ class EpisodeAssembler:
         return found
 
     def feed(self, sig: Signal, now: float) -> Accept:
-        ep = self.open.get(sig.episode_id)
+        episode_id = sig.episode_id
+        ep = self.open.get(episode_id)
         if ep is None:
-            if sig.episode_id in self.closed_ids:
+            if episode_id in self.closed_ids:
                 self.late += 1
                 return Accept.LATE
             ep = self._open(sig, now)
-        key = hash((sig.episode_id, sig.id))
+        key = hash((episode_id, sig.id))
         recent = self._recent
         if key in recent:
             ep.duplicates += 1
             self.duplicates += 1
             return Accept.DUPLICATE
         ring = self._ring
-        if len(ring) >= self.rules.dedupe_window:
+        if len(ring) >= self._dedupe_window:
             recent.discard(ring.popleft())
         ring.append(key)
         recent.add(key)
@@ -193,15 +197,24 @@ class EpisodeAssembler:
         if sig.attrs:
             ep.attrs.update(sig.attrs)
         if ep.reorder is None:
-            self._evaluate(ep, sig, now)
+            # _evaluate, inlined: this runs for every signal
+            decided = ep.evaluation.feed(sig)
+            if decided is not None:
+                for top in decided:
+                    self.early.append(EarlyVerdict(ep, top, sig))
+            if ep.end_deadline is None:
+                end = self._end_cache.get(sig.name)
+                if end is None:
+                    end = self.is_end(sig.name)
+                if end:
+                    ep.end_deadline = now + self.rules.grace_ms
         else:
             heapq.heappush(ep.reorder, (sig.ts, sig.seq or 0, next(self._tiebreak), sig))
             self._release(ep, now, final=False)
         if ep.end_deadline is not None and ep.end_deadline <= now:
             self._close(ep, CloseReason.ENDED)  # zero grace: the end signal closes at once
             return Accept.ACCEPTED
-        max_signals = self.rules.max_signals
-        if max_signals is not None and ep.signals >= max_signals:
+        if self._max_signals is not None and ep.signals >= self._max_signals:
             self._close(ep, CloseReason.TRUNCATED)
         return Accept.ACCEPTED
 
@@ -221,8 +234,12 @@ class EpisodeAssembler:
         if decided is not None:
             for top in decided:
                 self.early.append(EarlyVerdict(ep, top, sig))
-        if self.is_end(sig.name) and ep.end_deadline is None:
-            ep.end_deadline = now + self.rules.grace_ms
+        if ep.end_deadline is None:
+            end = self._end_cache.get(sig.name)
+            if end is None:
+                end = self.is_end(sig.name)
+            if end:
+                ep.end_deadline = now + self.rules.grace_ms
 
     def _release(self, ep: OpenEpisode, now: float, *, final: bool) -> None:
         buf = ep.reorder

@@ -27,10 +27,21 @@ _FLAGS = {
 VALID_FLAGS = "".join(_FLAGS)
 
 
-class BoundedRegex:
-    __slots__ = ("_compiled", "flags", "source", "timeout_s")
+MEMO_TEXT_CHARS = 256  # short texts (tool arguments, names) repeat: their results are kept
+MEMO_ENTRIES = 512
 
-    def __init__(self, source: str, flags: str = "", timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+
+class BoundedRegex:
+    __slots__ = ("_compiled", "_memo", "flags", "source", "timeout_s")
+
+    def __init__(
+        self,
+        source: str,
+        flags: str = "",
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        *,
+        memo: bool = False,
+    ) -> None:
         bits = regex.V0
         for flag in flags:
             if flag not in _FLAGS:
@@ -45,17 +56,31 @@ class BoundedRegex:
         self.source = source
         self.flags = flags
         self.timeout_s = timeout_s
+        # `memo`: a search is a pure function of its text, and one with a timeout costs ~4 µs
+        # even on a short text; payload matchers see the same short values (tool arguments,
+        # names) again and again, so their results for short texts are remembered.
+        self._memo: dict[str, bool] | None = {} if memo else None
 
     def search(self, text: str) -> bool:
+        memo = self._memo
+        if memo is not None:
+            found = memo.get(text)
+            if found is not None:
+                return found
         try:
-            return self._compiled.search(text, timeout=self.timeout_s) is not None
+            found = self._compiled.search(text, timeout=self.timeout_s) is not None
         except TimeoutError as exc:
             raise RegexTimeoutError(
                 f"regex {self.source!r} exceeded its {self.timeout_s:g}s bound on a "
                 f"{len(text)}-character input"
             ) from exc
+        if memo is not None and len(text) <= MEMO_TEXT_CHARS:
+            if len(memo) >= MEMO_ENTRIES:
+                memo.clear()
+            memo[text] = found
+        return found
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_regex(source: str, flags: str = "") -> BoundedRegex:
-    return BoundedRegex(source, flags)
+def compile_regex(source: str, flags: str = "", *, memo: bool = False) -> BoundedRegex:
+    return BoundedRegex(source, flags, memo=memo)

@@ -29,7 +29,7 @@ _CACHE_WRITE_KEYS = (
 def _first_int(obj: dict[str, JSON], keys: tuple[str, ...]) -> int | None:
     for key in keys:
         value = obj.get(key)
-        if is_number(value):
+        if value is not None and is_number(value):  # most spellings are absent: None
             return max(0, int(value))  # negative counts are garbage; sums must only grow
     return None
 

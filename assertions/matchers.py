@@ -33,6 +33,11 @@ MATCHER_KEYS = (
 
 
 def is_number(value: JSON) -> TypeGuard[int | float]:
+    kind = type(value)  # exact types first: decoded JSON never holds subclasses
+    if kind is int or kind is float:
+        return True
+    if kind is bool or value is None:
+        return False
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -130,7 +135,7 @@ def _compile_matcher(key: str, arg: JSON, where: str) -> Predicate:
         if not isinstance(arg, str):
             raise ValueError(f"{where}: `matches` takes a regex string, got {arg!r}")
         try:
-            bounded = compile_regex(arg)
+            bounded = compile_regex(arg, memo=True)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
         return lambda actual: isinstance(actual, str) and bounded.search(actual)

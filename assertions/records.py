@@ -33,7 +33,14 @@ def verdict_record(
         "variant": attrs.get("variant"),
         "early": early,
         "decided_at_time": iso_ms(outcome.decided_ts),
-        **outcome.to_json(),
+        # outcome.to_json(), spelled out (one dict per verdict, not two); same keys, same order
+        "index": outcome.index,
+        "type": outcome.type,
+        "suite": outcome.suite,
+        "rule": outcome.rule,
+        "verdict": outcome.verdict._value_,
+        "message": outcome.message,
+        "decided_at": outcome.decided_at,
     }
 
 

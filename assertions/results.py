@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -15,8 +16,32 @@ OUTPUT_PREVIEW_CHARS = 2000
 
 
 def iso_ms(ts: float | None) -> str | None:
+    """Epoch milliseconds -> `YYYY-MM-DDTHH:MM:SS.mmmZ` (as datetime formats it)."""
     if ts is None:
         return None
+    if not 0.0 <= ts < _FAST_UNTIL_MS:  # also NaN
+        return _iso_ms_datetime(ts)
+    # datetime.fromtimestamp's own rounding (half-even to the microsecond), then the
+    # seconds prefix from a cache: one datetime per distinct second, not per verdict.
+    frac, whole = math.modf(ts / 1000.0)
+    micros = round(frac * 1e6)
+    seconds = int(whole)
+    if micros >= 1_000_000:
+        seconds += 1
+        micros -= 1_000_000
+    prefix = _ISO_SECONDS.get(seconds)
+    if prefix is None:
+        if len(_ISO_SECONDS) >= 65_536:
+            _ISO_SECONDS.clear()
+        prefix = _ISO_SECONDS[seconds] = datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:19]
+    return f"{prefix}.{micros // 1000:03d}Z"
+
+
+_FAST_UNTIL_MS = 4_102_444_800_000.0  # 2100-01-01: four-digit years, no edge of the range
+_ISO_SECONDS: dict[int, str] = {}
+
+
+def _iso_ms_datetime(ts: float) -> str:
     return (
         datetime.fromtimestamp(ts / 1000.0, tz=UTC)
         .isoformat(timespec="milliseconds")
@@ -66,11 +91,12 @@ class EpisodeResult:
         output = self.output
         if output is not None and len(output) > OUTPUT_PREVIEW_CHARS:
             output = output[:OUTPUT_PREVIEW_CHARS] + "…"
+        status = self.status  # `passed`, from the same status
         return {
             "episode_id": self.episode_id,
             "case_id": self.case_id,
-            "passed": self.passed,
-            "status": self.status,
+            "passed": None if status == "unevaluated" else status == "passed",
+            "status": status,
             "close_reason": self.close_reason,
             "signals": self.signals,
             "duplicates": self.duplicates,

@@ -105,6 +105,7 @@ class Signal:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 _SECONDS_CACHE: dict[str, int] = {}  # "YYYY-MM-DDTHH:MM:SS" -> epoch microseconds
+_MILLIS_TAIL = {f".{ms:03d}Z": ms * 1000 for ms in range(1000)}  # -> microseconds
 
 
 def _seconds_us(prefix: str) -> int:
@@ -122,10 +123,18 @@ def _rfc3339_ms(value: str) -> float:
     # repeats across signals, so it is parsed once; the rest is integer arithmetic, so the
     # result equals the general path to the bit.
     n = len(value)
-    if n == 24 and value[23] == "Z" and value[19] == "." and value[10] == "T":
-        millis = value[20:23]
-        if millis.isdigit():
-            return (_seconds_us(value[:19]) + int(millis) * 1000) / 1000.0
+    if n == 24 and value[10] == "T":
+        micros = _MILLIS_TAIL.get(value[19:])  # ".mmmZ" with ASCII digits
+        if micros is not None:
+            prefix = value[:19]
+            base = _SECONDS_CACHE.get(prefix)
+            if base is None:
+                base = _seconds_us(prefix)
+            return (base + micros) / 1000.0
+        if value[23] == "Z" and value[19] == ".":
+            millis = value[20:23]
+            if millis.isdigit():  # other Unicode digits
+                return (_seconds_us(value[:19]) + int(millis) * 1000) / 1000.0
     if n >= 20 and value[-1] == "Z" and value[10] == "T":
         fraction = value[19:-1]
         if not fraction or (len(fraction) > 1 and fraction[0] == "." and fraction[1:].isdigit()):
@@ -185,7 +194,7 @@ def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
             "signal has no `timestamp`; use an RFC 3339 string or epoch milliseconds",
         )
     try:
-        ts = parse_timestamp(raw_ts)
+        ts = _rfc3339_ms(raw_ts) if type(raw_ts) is str else parse_timestamp(raw_ts)
     except ValueError as exc:
         raise SignalDecodeError("bad_timestamp", f"signal `timestamp` {raw_ts!r}: {exc}") from exc
     sid = get("id")

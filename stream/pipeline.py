@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -133,6 +133,10 @@ class Pipeline:
         self.on_scored = on_scored
         self.time_each_message = time_each_message
         self._consumed: dict[str, Any] = {}  # topic -> its counter child (labels() is slow)
+        self._children: dict[tuple[Any, ...], Any] = {}  # (metric, *labels) -> child
+        # What `ingest` left for `flush`: dead letters in order, or a multi-signal message.
+        self._dead: list[tuple[Envelope, str, str]] = []
+        self._deferred: tuple[Envelope, float | None] | None = None
         self._open_reported = -1
         self._watermark = float("-inf")
         self._last_sweep = float("-inf")
@@ -145,25 +149,140 @@ class Pipeline:
         `now` overrides the clock for this message (the Kafka worker passes the record's
         timestamp, so closing decisions follow the log). Returns the signals it carried."""
         started = time.perf_counter()
-        consumed = self._consumed.get(env.topic)
-        if consumed is None:
-            consumed = self._consumed[env.topic] = self.metrics.signals.labels(env.topic)
-        consumed.inc()
+        self.count_consumed(env.topic, 1)
         try:
             signals = self.decode(env)
         except SignalDecodeError as exc:
             await self.dead_letter(env, exc.reason, exc.message)
             return []
         for sig in signals:
-            await self.handle_signal(sig, env, now)
+            if self._feed(sig, env, now):
+                await self.flush()
         if self.time_each_message:
             self.metrics.evaluation_latency.observe(time.perf_counter() - started)
         return signals
 
+    async def handle_batch(
+        self, envs: Sequence[Envelope], nows: Sequence[float] | None = None
+    ) -> None:
+        """`handle` for each message in order, with the same outputs in the same order, but
+        awaiting only where a message left output, and counting consumed signals once per
+        batch. `nows[i]` is message i's `now` (None: the clock, as `handle` without it)."""
+        started = time.perf_counter()
+        ingest = self.ingest
+        done = 0
+        try:
+            if nows is None:
+                for env in envs:
+                    done += 1
+                    if ingest(env, None):
+                        await self.flush()
+            else:
+                for env, now in zip(envs, nows, strict=True):
+                    done += 1
+                    if ingest(env, now):
+                        await self.flush()
+        finally:
+            topics = {env.topic for env in envs[:done]}
+            for topic in topics:
+                n = done if len(topics) == 1 else sum(1 for e in envs[:done] if e.topic == topic)
+                self.count_consumed(topic, n)
+        if self.time_each_message:
+            self.metrics.evaluation_latency.observe(time.perf_counter() - started)
+
+    def ingest(self, env: Envelope, now: float | None = None) -> bool:
+        """The synchronous part of handling one message (consumed signals are not counted:
+        see `count_consumed`). True when it left output: `await flush()` before the next
+        message, so outputs keep exactly the order `handle` gives them."""
+        if env.topic in self.llm_topics:
+            self._deferred = (env, now)  # several signals, each followed by its outputs
+            return True
+        try:
+            sig = self.decode_signal(env)
+        except SignalDecodeError as exc:
+            self._dead.append((env, exc.reason, exc.message))
+            return True
+        if now is None:
+            return self._feed(sig, env, now)
+        # _feed with `now` given (the worker's case), inlined: this runs for every signal.
+        asm = self.assembler
+        status = asm.feed(sig, now)
+        if status:  # not Accept.ACCEPTED
+            return self._rejected(sig, env, status)
+        if asm.early or asm.ready:
+            return True
+        if len(asm.open) != self._open_reported:
+            self._open_reported = len(asm.open)
+            self.metrics.open_episodes.set(self._open_reported)
+        return False
+
+    async def flush(self) -> None:
+        """Publishes what the last `ingest` left: dead letters, then verdicts and episodes."""
+        deferred = self._deferred
+        if deferred is not None:
+            self._deferred = None
+            env, now = deferred
+            try:
+                signals = self.decode(env)
+            except SignalDecodeError as exc:
+                await self.dead_letter(env, exc.reason, exc.message)
+                return
+            for sig in signals:
+                if self._feed(sig, env, now):
+                    await self.flush()
+            return
+        dead = self._dead
+        if dead:
+            self._dead = []
+            for env, reason, message in dead:
+                await self.dead_letter(env, reason, message)
+        await self._emit_pending()
+
+    def count_consumed(self, topic: str, n: int) -> None:
+        consumed = self._consumed.get(topic)
+        if consumed is None:
+            consumed = self._consumed[topic] = self.metrics.signals.labels(topic)
+        consumed.inc(n)
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, cached: labels() validates and locks on every call."""
+        key = (metric, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def decode(self, env: Envelope) -> list[Signal]:
-        if len(env.value) > self.max_message_bytes:
+        if env.topic not in self.llm_topics:
+            return [self.decode_signal(env)]
+        key, obj = self._key_and_object(env)
+        signals = llm_call_signals(obj, episode_id=key)
+        if key is not None and any(s.episode_id != key for s in signals):
+            raise _key_mismatch(key, signals[0].episode_id)
+        return signals
+
+    def decode_signal(self, env: Envelope) -> Signal:
+        """One message of a signals topic (not an LLM-call topic) -> its signal."""
+        value = env.value
+        raw_key = env.key
+        if raw_key is None or len(value) > self.max_message_bytes:
+            key, obj = self._key_and_object(env)
+        else:  # the usual case, inlined; a failure is diagnosed by _key_and_object
+            try:
+                key = raw_key.decode("utf-8")
+                obj = orjson.loads(value)
+            except (UnicodeDecodeError, orjson.JSONDecodeError):
+                key, obj = self._key_and_object(env)
+        sig = signal_from_obj(obj, episode_id=key)
+        if key is not None and sig.episode_id != key:
+            raise _key_mismatch(key, sig.episode_id)
+        return sig
+
+    def _key_and_object(self, env: Envelope) -> tuple[str | None, JSON]:
+        value = env.value
+        if len(value) > self.max_message_bytes:
             raise SignalDecodeError(
-                "oversized", f"message of {len(env.value)} bytes exceeds {self.max_message_bytes}"
+                "oversized", f"message of {len(value)} bytes exceeds {self.max_message_bytes}"
             )
         key: str | None = None
         if env.key is not None:
@@ -176,25 +295,10 @@ class Pipeline:
                 "missing_key", "message has no key; key every message by its episode id"
             )
         try:
-            obj = orjson.loads(env.value)
+            return key, orjson.loads(value)
         except orjson.JSONDecodeError as exc:
-            reason = "undecodable" if _not_utf8(env.value) else "invalid_json"
+            reason = "undecodable" if _not_utf8(value) else "invalid_json"
             raise SignalDecodeError(reason, f"not a JSON document: {exc}") from exc
-        if env.topic in self.llm_topics:
-            signals = llm_call_signals(obj, episode_id=key)
-        else:
-            signals = [signal_from_obj(obj, episode_id=key)]
-        if key is not None and (
-            signals[0].episode_id != key
-            if len(signals) == 1
-            else any(s.episode_id != key for s in signals)
-        ):
-            raise SignalDecodeError(
-                "key_mismatch",
-                f"message key {key!r} differs from its episode_id {signals[0].episode_id!r}; "
-                "the key decides the partition, so both must be the episode id",
-            )
-        return signals
 
     def now(self) -> float:
         return self._watermark if self.event_time else self.clock()
@@ -202,32 +306,46 @@ class Pipeline:
     async def handle_signal(
         self, sig: Signal, env: Envelope | None = None, now: float | None = None
     ) -> None:
-        if now is not None:
-            status = self.assembler.feed(sig, now)
-            await self._after_feed(sig, env, status)
-            return
-        if self.event_time:
-            self._watermark = max(self._watermark, sig.ts)
-            if self._watermark - self._last_sweep >= 1_000.0:
-                self.assembler.sweep(self._watermark)
-                self._last_sweep = self._watermark
-        status = self.assembler.feed(sig, self.now())
-        await self._after_feed(sig, env, status)
+        if self._feed(sig, env, now):
+            await self.flush()
 
-    async def _after_feed(self, sig: Signal, env: Envelope | None, status: Accept) -> None:
+    def _feed(self, sig: Signal, env: Envelope | None, now: float | None) -> bool:
+        """Assembles one signal; True when it left output to publish (see `flush`)."""
+        asm = self.assembler
+        if now is None:
+            if self.event_time:
+                self._watermark = max(self._watermark, sig.ts)
+                if self._watermark - self._last_sweep >= 1_000.0:
+                    asm.sweep(self._watermark)
+                    self._last_sweep = self._watermark
+            now = self.now()
+        status = asm.feed(sig, now)
+        if status:  # not Accept.ACCEPTED
+            return self._rejected(sig, env, status)
+        if asm.early or asm.ready:
+            return True
+        if len(asm.open) != self._open_reported:
+            self._open_reported = len(asm.open)
+            self.metrics.open_episodes.set(self._open_reported)
+        return False
+
+    def _rejected(self, sig: Signal, env: Envelope | None, status: Accept) -> bool:
+        """A duplicate (counted) or a late signal (counted, to the dead letters)."""
         if status is Accept.DUPLICATE:
             self.metrics.duplicates.inc()
-        elif status is Accept.LATE:
+        else:
             self.metrics.late.inc()
-            await self.dead_letter(
-                env or Envelope("signals", orjson.dumps(sig.to_wire())),
-                "late",
-                f"signal {sig.id} ({sig.name}) arrived after episode {sig.episode_id} closed",
+            self._dead.append(
+                (
+                    env or Envelope("signals", orjson.dumps(sig.to_wire())),
+                    "late",
+                    f"signal {sig.id} ({sig.name}) arrived after episode {sig.episode_id} closed",
+                )
             )
-        await self._emit_pending()
+        return True
 
     async def dead_letter(self, env: Envelope, reason: str, message: str) -> None:
-        self.metrics.rejected.labels(reason).inc()
+        self._child(self.metrics.rejected, reason).inc()
         letter = DeadLetter(
             reason,
             message,
@@ -289,11 +407,15 @@ class Pipeline:
                     record = verdict_record(result.episode_id, outcome, result.attrs, early=False)
                     await self.sink.publish(VERDICTS, result.episode_id, record)
                 elif ended is not None and outcome.decided_ts is not None:
-                    self.metrics.lead_time.labels(outcome.type).observe(
+                    self._child(self.metrics.lead_time, outcome.type).observe(
                         max(0.0, (ended - outcome.decided_ts) / 1000.0)
                     )
-                self.metrics.verdicts.labels(
-                    outcome.suite, outcome.type, outcome.verdict.value, str(early).lower()
+                self._child(
+                    self.metrics.verdicts,
+                    outcome.suite,
+                    outcome.type,
+                    outcome.verdict._value_,
+                    "true" if early else "false",
                 ).inc()
             record = episode_record(result)
             if self.scoring is not None:
@@ -301,7 +423,7 @@ class Pipeline:
                 record.update(scored.record_fields())
                 await self._emit_scored(result, scored)
             await self.sink.publish(EPISODES, result.episode_id, record)
-            self.metrics.episodes.labels(result.close_reason, result.status).inc()
+            self._child(self.metrics.episodes, result.close_reason, result.status).inc()
             if self.on_result is not None:
                 self.on_result(result)
 
@@ -394,6 +516,14 @@ def regression_alert_record(event: AlertEvent) -> dict[str, JSON]:
         "alert_key": event.dedupe_key,
         "dedupe_key": f"{event.dedupe_key}/{event.state.value}/{event.fired_at:.0f}/{event.at:.0f}",
     }
+
+
+def _key_mismatch(key: str, episode_id: str) -> SignalDecodeError:
+    return SignalDecodeError(
+        "key_mismatch",
+        f"message key {key!r} differs from its episode_id {episode_id!r}; "
+        "the key decides the partition, so both must be the episode id",
+    )
 
 
 def _not_utf8(data: bytes) -> bool:

@@ -79,6 +79,7 @@ JSON = Any
 log = logging.getLogger("evalstream.worker")
 
 CONTROL_NAME = "evalstream:close"  # reserved signal name of a control record
+CONTROL_PREFIX = b'{"name":"' + CONTROL_NAME.encode()  # how a control record's bytes start
 Marker = dict[str, Any]  # {"offset": close offset, "closed_at": epoch s, "partition": p}
 
 
@@ -376,39 +377,52 @@ class Worker:
             pipeline = state.pipeline
             open_episodes = pipeline.assembler.open
             started = time.perf_counter()
-            for record in records:
-                offset = record.offset
-                if offset < state.next_offset:
-                    continue  # a re-delivery of what this assignment already processed
-                if offset > state.next_offset and state.gap_checked != state.next_offset:
-                    # Never process past a hole: read again from the expected offset. If the
-                    # same record comes first again, the hole holds no records (transaction
-                    # markers take offsets too) and processing goes on.
-                    log.warning(
-                        "partition %s: expected offset %s, got %s; reading again",
-                        partition,
-                        state.next_offset,
-                        offset,
-                    )
-                    state.gap_checked = state.next_offset
-                    assert self.consumer is not None
-                    self.consumer.seek(partition, state.next_offset)
-                    break
-                state.next_offset = offset + 1
-                state.current_offset = offset
-                now_ms = float(record.timestamp) if record.timestamp else time.time() * 1000.0
-                state.stream_time_ms = max(state.stream_time_ms, now_ms)
-                key = record.key
-                value = record.value if record.value is not None else b""
-                env = Envelope(signals_topic, value, key, partition, offset, int(now_ms))
-                episode_id = key.decode("utf-8", "replace") if key is not None else None
-                if episode_id is None or not await self._control_or_closed(state, env, episode_id):
-                    await pipeline.handle(env, now=now_ms)
-                    if episode_id in open_episodes and episode_id not in state.first_offset:
-                        assert episode_id is not None
-                        state.first_offset[episode_id] = offset
-                if state.unsent_markers:
-                    await self._send_markers(state)
+            consumed = 0  # counted once per batch, not per signal
+            try:
+                for record in records:
+                    offset = record.offset
+                    if offset < state.next_offset:
+                        continue  # a re-delivery of what this assignment already processed
+                    if offset > state.next_offset and state.gap_checked != state.next_offset:
+                        # Never process past a hole: read again from the expected offset. If
+                        # the same record comes first again, the hole holds no records
+                        # (transaction markers take offsets too) and processing goes on.
+                        log.warning(
+                            "partition %s: expected offset %s, got %s; reading again",
+                            partition,
+                            state.next_offset,
+                            offset,
+                        )
+                        state.gap_checked = state.next_offset
+                        assert self.consumer is not None
+                        self.consumer.seek(partition, state.next_offset)
+                        break
+                    state.next_offset = offset + 1
+                    state.current_offset = offset
+                    now_ms = float(record.timestamp) if record.timestamp else time.time() * 1000.0
+                    state.stream_time_ms = max(state.stream_time_ms, now_ms)
+                    key = record.key
+                    value = record.value if record.value is not None else b""
+                    env = Envelope(signals_topic, value, key, partition, offset, int(now_ms))
+                    episode_id = key.decode("utf-8", "replace") if key is not None else None
+                    if (
+                        episode_id is None
+                        # Only a control record or a signal of a closed episode needs the
+                        # slow path; the check is inlined so that most records skip the await.
+                        or not (episode_id in state.markers or value.startswith(CONTROL_PREFIX))
+                        or not await self._control_or_closed(state, env, episode_id)
+                    ):
+                        consumed += 1
+                        # `Pipeline.handle`, awaiting only where the record left output.
+                        if pipeline.ingest(env, now_ms):
+                            await pipeline.flush()
+                        if episode_id in open_episodes and episode_id not in state.first_offset:
+                            assert episode_id is not None
+                            state.first_offset[episode_id] = offset
+                    if state.unsent_markers:
+                        await self._send_markers(state)
+            finally:
+                pipeline.count_consumed(signals_topic, consumed)
             # This partition's outputs leave now; their acks gate its next commit.
             state.pending.extend(await self.output.flush())
             self.metrics.evaluation_latency.observe(time.perf_counter() - started)
@@ -427,7 +441,7 @@ class Worker:
         self, state: PartitionState, env: Envelope, episode_id: str
     ) -> bool:
         """Handles control records and signals of closed episodes; True when consumed."""
-        if env.value.startswith(b'{"name":"' + CONTROL_NAME.encode()):
+        if env.value.startswith(CONTROL_PREFIX):
             control = orjson.loads(env.value)
             if episode_id in state.pipeline.assembler.open:
                 await state.pipeline.close(episode_id, CloseReason(control["reason"]))
