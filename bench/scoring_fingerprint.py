@@ -23,7 +23,7 @@ from assertions.baselines import RollingBaselines
 from assertions.scoring import ScoringConfig, score_episode
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])  # bench/ is not a package
-from scoring_bench import Workload, make_workload  # noqa: E402 - after the path is set
+from scoring_bench import Workload, make_workload
 
 
 def _line(scores: object, alerts: list[object], passed: bool) -> bytes:
