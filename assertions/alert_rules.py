@@ -113,8 +113,11 @@ class AlertRules(BaseModel):
     tool_match: FloorRule = FloorRule(warning=0.5)
     safety: FloorRule = FloorRule(critical=0.8)
     overall: FloorRule = FloorRule(critical=0.5)
-    # Per dimension (name, is a rise, warning, critical), read once instead of per episode.
-    _plan: tuple[tuple[str, bool, float | None, float | None], ...] = PrivateAttr(default=())
+    # Per dimension (name, is a rise, warning, critical, and the message's text after the
+    # value for a WARNING and for a CRITICAL), read once instead of per episode.
+    _plan: tuple[tuple[str, bool, float | None, float | None, str, str], ...] = PrivateAttr(
+        default=()
+    )
 
     def model_post_init(self, context: Any, /) -> None:
         del context
@@ -122,7 +125,17 @@ class AlertRules(BaseModel):
         for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
             rule: _Rule = getattr(self, dim)
             if rule.warning is not None or rule.critical is not None:
-                plan.append((dim, dim in RISE_DIMENSIONS, rule.warning, rule.critical))
+                rise = dim in RISE_DIMENSIONS
+                plan.append(
+                    (
+                        dim,
+                        rise,
+                        rule.warning,
+                        rule.critical,
+                        _message_tail(rise, rule.warning),
+                        _message_tail(rise, rule.critical),
+                    )
+                )
         self._plan = tuple(plan)
 
     @classmethod
@@ -149,41 +162,35 @@ class AlertRules(BaseModel):
         alerts: list[EpisodeAlert] = []
         # Straight from pydantic's private storage: `self._plan` goes through __getattr__.
         plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # always set
-        for dim, rise, warning, critical in plan:
+        for dim, rise, warning, critical, warning_tail, critical_tail in plan:
             if rise:
                 value = scores.cost_delta_pct if dim == "cost" else scores.latency_delta_pct
                 if value is None:
                     continue
                 # The same strict comparisons as RiseRule.severity, inlined for the hot path.
                 if critical is not None and value > critical:
-                    severity, threshold = Severity.CRITICAL, critical
+                    severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
                 elif warning is not None and value > warning:
-                    severity, threshold = Severity.WARNING, warning
+                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
                 else:
                     continue
                 shown = "unbounded (baseline 0)" if math.isinf(value) else f"{value:+.2f} %"
-                message = f"{dim} rose {shown} over {scores.baseline} (> {threshold:g} %)"
+                message = f"{dim} rose {shown} over {scores.baseline}{tail}"
             else:
                 value = getattr(scores, dim)
                 if value is None:
                     continue
                 # FloorRule.severity, inlined.
                 if critical is not None and value < critical:
-                    severity, threshold = Severity.CRITICAL, critical
+                    severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
                 elif warning is not None and value < warning:
-                    severity, threshold = Severity.WARNING, warning
+                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
                 else:
                     continue
-                message = f"{dim} score {value:.3f} < {threshold:g}"
+                message = f"{dim} score {value:.3f}{tail}"
             alerts.append(
-                EpisodeAlert(
-                    episode_id=scores.episode_id,
-                    dimension=dim,
-                    severity=severity,
-                    value=value,
-                    threshold=threshold,
-                    message=message,
-                    baseline=scores.baseline,
+                _AlertUnderConstruction().build(
+                    scores.episode_id, dim, severity, value, threshold, message, scores.baseline
                 )
             )
         return alerts
@@ -219,6 +226,41 @@ class EpisodeAlert:
             "baseline": self.baseline,
             "message": self.message,
         }
+
+
+def _message_tail(rise: bool, threshold: float | None) -> str:
+    """The end of an alert's message, after the value: ` (> 40 %)` for a rise, ` < 0.5`."""
+    if threshold is None:
+        return ""
+    return f" (> {threshold:g} %)" if rise else f" < {threshold:g}"
+
+
+class _AlertUnderConstruction:
+    """EpisodeAlert's exact slot layout without its frozen guard (as
+    `assertions.scoring._ScoresUnderConstruction` for score records): filled with plain
+    attribute stores, then made an EpisodeAlert by `__class__` assignment."""
+
+    __slots__ = EpisodeAlert.__slots__  # the same names, in the same order
+
+    def build(  # noqa: PLR0917 - the alert's fields, in order
+        self,
+        episode_id: str,
+        dimension: str,
+        severity: Severity,
+        value: float,
+        threshold: float,
+        message: str,
+        baseline: str | None,
+    ) -> EpisodeAlert:
+        self.episode_id = episode_id
+        self.dimension = dimension
+        self.severity = severity
+        self.value = value
+        self.threshold = threshold
+        self.message = message
+        self.baseline = baseline
+        self.__class__ = EpisodeAlert  # type: ignore[assignment]  # same layout, see above
+        return self  # type: ignore[return-value]  # now an EpisodeAlert
 
 
 def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from assertions.alert_rules import AlertRules, EpisodeAlert, Severity
 from assertions.baselines import Baseline, BaselineKey
 from assertions.scoring import (
     DIMENSIONS,
@@ -95,3 +96,48 @@ def test_the_inlined_dimensions_follow_the_reference_functions() -> None:
         )
     )
     assert scores.overall == round(expected, 12)
+
+
+def test_alerts_are_ordinary_frozen_episode_alerts_with_their_messages() -> None:
+    inp = ScoringInput(
+        "e1",
+        attrs=ATTRS,
+        outcome="failure",
+        cost_usd=0.15,
+        latency_ms=1400.0,
+        tool_names=("edit", "ask"),
+        policy_violations={"critical": 1},
+        step_count=5,
+    )
+    alerts = AlertRules().evaluate(score_episode(inp, BASE))
+    assert [(a.dimension, a.severity) for a in alerts] == [
+        ("cost", Severity.CRITICAL),
+        ("latency", Severity.WARNING),
+        ("correctness", Severity.CRITICAL),
+        ("tool_match", Severity.WARNING),
+        ("safety", Severity.CRITICAL),
+        ("overall", Severity.CRITICAL),
+    ]
+    assert alerts[0].message == "cost rose +50.00 % over run:r [agent_id=a,case_id=c] (> 40 %)"
+    assert alerts[1].message == "latency rose +40.00 % over run:r [agent_id=a,case_id=c] (> 30 %)"
+    assert alerts[3].message == "tool_match score 0.400 < 0.5"
+    assert alerts[4].message == "safety score 0.500 < 0.8"
+    assert alerts[5].message == "overall score 0.390 < 0.5"
+    for alert in alerts:
+        assert type(alert) is EpisodeAlert
+        again = EpisodeAlert(
+            **{f.name: getattr(alert, f.name) for f in dataclasses.fields(EpisodeAlert)}
+        )
+        assert (alert, hash(alert), repr(alert)) == (again, hash(again), repr(again))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            alert.message = ""  # type: ignore[misc]  # the point: it is frozen
+
+
+def test_an_unbounded_rise_and_a_disabled_threshold_keep_their_messages() -> None:
+    rules = AlertRules.load({"cost": {"critical": None}})
+    zero = dataclasses.replace(BASE, cost_usd=0.0)
+    alerts = rules.evaluate(score_episode(ScoringInput("e2", attrs=ATTRS, cost_usd=0.2), zero))
+    assert alerts[0].message == (
+        "cost rose unbounded (baseline 0) over run:r [agent_id=a,case_id=c] (> 20 %)"
+    )
+    assert alerts[0].severity is Severity.WARNING
