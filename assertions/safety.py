@@ -181,8 +181,7 @@ class Detector:
         """The regex (and validator) itself, without the gates."""
         if self._finder is None:
             return self._bounded.search(text)
-        if not self._bounded.search(text):
-            return False
+        # No search first: finditer's first candidate is the search's match, found once.
         check = VALIDATORS[self.validator or ""]
         try:
             for count, found in enumerate(self._finder.finditer(text, timeout=self.timeout_s)):
