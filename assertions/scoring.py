@@ -249,11 +249,22 @@ def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     U = V & match[y] and V = (V + U) | (V - U). The LCS length is the number of zero bits of V
     among the low len(shorter) bits. One big-int operation per element: O(n · m / w).
     """
+    # A common prefix and suffix belong to a longest common subsequence: count them and run
+    # the bit-parallel pass on the rest (a swap or a retry storm leaves a few elements).
+    end = min(len(a), len(b))
+    head = 0
+    while head < end and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < end - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    if head or tail:
+        a, b = a[head : len(a) - tail], b[head : len(b) - tail]
     if len(a) < len(b):
         a, b = b, a
     m = len(b)
     if m == 0:
-        return 0
+        return head + tail
     match: dict[Hashable, int] = {}
     for i, item in enumerate(b):
         match[item] = match.get(item, 0) | (1 << i)
@@ -262,7 +273,7 @@ def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     for item in a:
         u = v & match.get(item, 0)
         v = ((v + u) | (v - u)) & full
-    return m - v.bit_count()
+    return head + tail + m - v.bit_count()
 
 
 def lcs_length_dp(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
@@ -595,7 +606,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
         steps = inp.step_count
         correctness: float | None = base
         if baseline_steps is not None and steps > 0 and baseline_steps > 0:
-            ratio = min(steps, baseline_steps) / max(steps, baseline_steps)
+            ratio = steps / baseline_steps if steps <= baseline_steps else baseline_steps / steps
             correctness = base * (1.0 - STEP_RATIO_SHARE) + STEP_RATIO_SHARE * ratio
     else:
         correctness = correctness_score(
@@ -622,7 +633,9 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
                 cost_delta = math.inf if inp.cost_usd > 0.0 else 0.0
             else:
                 cost_delta = round((inp.cost_usd - base_cost) / base_cost * 100.0, DELTA_DECIMALS)
-            cost = 1.0 if cost_delta <= 0.0 else max(0.0, 1.0 - cost_delta / 100.0)
+            cost = 1.0 if cost_delta <= 0.0 else 1.0 - cost_delta / 100.0
+            if cost < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
+                cost = 0.0
         if (base_latency := baseline.latency_ms) is None:
             notes.append("baseline has no latency: latency not scored")
         else:
@@ -632,7 +645,9 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
                 latency_delta = round(
                     (inp.latency_ms - base_latency) / base_latency * 100.0, DELTA_DECIMALS
                 )
-            latency = 1.0 if latency_delta <= 0.0 else max(0.0, 1.0 - latency_delta / 100.0)
+            latency = 1.0 if latency_delta <= 0.0 else 1.0 - latency_delta / 100.0
+            if latency < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
+                latency = 0.0
         if (base_tools := baseline.tool_names) is None:
             notes.append("baseline has no tool sequence: tool match not scored")
         elif inp.tool_names == base_tools:
@@ -661,7 +676,9 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
                 w_safety * safety.score,
             )
         )
-        overall = min(1.0, round(weighted, SCORE_DECIMALS))
+        overall = round(weighted, SCORE_DECIMALS)
+        if overall > 1.0:  # noqa: PLR1730 - cheaper than calling min() per episode
+            overall = 1.0
     else:
         values = (correctness, cost, tool_match, latency, safety.score)  # in DIMENSIONS order
         available = tuple(
