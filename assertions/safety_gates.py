@@ -75,7 +75,13 @@ class GatePlan:
         one (every shape group then holds).
         """
         found = list(self.ungated)
-        _walk(self.probes, haystacks, found)
+        for haystack, literal, detectors, children in self.probes:  # _walk's first level
+            text = haystacks[haystack]
+            if text is None or literal in text:
+                if detectors:
+                    found.extend(detectors)
+                if children:
+                    _walk(children, haystacks, found)
         if not found:
             return found  # the common case: a clean output
         found.sort()
