@@ -410,19 +410,21 @@ def safety_score(
     cfg = config if config is not None else _default_config()
     penalties = cfg.severity_penalties
     total = 0.0
-    for severity, count in policy_violations.items():
-        total += count * penalties.get(severity.lower(), penalties["unknown"])
-    total += errors * cfg.error_penalty
+    if policy_violations:
+        for severity, count in policy_violations.items():
+            total += count * penalties.get(severity.lower(), penalties["unknown"])
+    if errors:
+        total += errors * cfg.error_penalty
     hits: list[str] = []
     timeouts: list[str] = []
     if output:
         gates = cfg._gates
         shape = None
-        if SHAPE in gates.uses and output.isascii():
+        if gates.uses_shape and output.isascii():
             # output_shape as text: `in` on bytes costs ~0.25 µs more per scan (it first tries
             # the needle as an integer).
             shape = output.encode("ascii").translate(_SHAPE_TABLE, _SHAPE_DROPPED).decode("ascii")
-        lowered = output.lower() if LOWERED in gates.uses else None
+        lowered = output.lower() if gates.uses_lowered else None
         detectors = cfg.detectors
         for index in gates.candidates((output, lowered, shape)):
             detector = detectors[index]

@@ -42,6 +42,8 @@ class GatePlan:
     ungated: tuple[int, ...]  # detectors without a one-literal group: checked in full
     rest: tuple[tuple[Group, ...], ...]  # per detector, the groups besides its primary
     uses: frozenset[int]  # the haystacks any group needs
+    uses_shape: bool = False  # SHAPE in uses
+    uses_lowered: bool = False  # LOWERED in uses
 
     @classmethod
     def build(cls, gates: Sequence[Sequence[Group]]) -> GatePlan:
@@ -57,6 +59,7 @@ class GatePlan:
             haystack, (literal,) = primary
             primaries.setdefault((haystack, literal), []).append(index)
             rest.append(tuple(g for g in groups if g is not primary))
+        uses = frozenset(h for groups in gates for h, _ in groups)
         probes: list[Probe] = []
         for haystack in (OUTPUT, LOWERED, SHAPE):
             literals = {lit: tuple(ix) for (h, lit), ix in primaries.items() if h == haystack}
@@ -65,7 +68,9 @@ class GatePlan:
             probes=tuple(probes),
             ungated=tuple(ungated),
             rest=tuple(rest),
-            uses=frozenset(h for groups in gates for h, _ in groups),
+            uses=uses,
+            uses_shape=SHAPE in uses,
+            uses_lowered=LOWERED in uses,
         )
 
     def candidates(self, haystacks: tuple[str, str | None, str | None]) -> list[int]:
