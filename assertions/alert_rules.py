@@ -113,10 +113,11 @@ class AlertRules(BaseModel):
     tool_match: FloorRule = FloorRule(warning=0.5)
     safety: FloorRule = FloorRule(critical=0.8)
     overall: FloorRule = FloorRule(critical=0.5)
-    # Per dimension (name, is a rise, warning, critical, and the message's text after the
-    # value for a WARNING and for a CRITICAL), read once instead of per episode.
-    _plan: tuple[tuple[str, bool, float | None, float | None, str, str], ...] = PrivateAttr(
-        default=()
+    # Per dimension (name, the score attribute it reads, is a rise, the threshold that fires
+    # first, warning, critical, and the message's text after the value for a WARNING and
+    # for a CRITICAL), read once instead of per episode.
+    _plan: tuple[tuple[str, str, bool, float, float | None, float | None, str, str], ...] = (
+        PrivateAttr(default=())
     )
 
     def model_post_init(self, context: Any, /) -> None:
@@ -124,12 +125,15 @@ class AlertRules(BaseModel):
         plan = []
         for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
             rule: _Rule = getattr(self, dim)
-            if rule.warning is not None or rule.critical is not None:
+            set_ = [t for t in (rule.warning, rule.critical) if t is not None]
+            if set_:
                 rise = dim in RISE_DIMENSIONS
                 plan.append(
                     (
                         dim,
+                        f"{dim}_delta_pct" if rise else dim,
                         rise,
+                        min(set_) if rise else max(set_),  # no alert unless beyond it
                         rule.warning,
                         rule.critical,
                         _message_tail(rise, rule.warning),
@@ -162,31 +166,28 @@ class AlertRules(BaseModel):
         alerts: list[EpisodeAlert] = []
         # Straight from pydantic's private storage: `self._plan` goes through __getattr__.
         plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # always set
-        for dim, rise, warning, critical, warning_tail, critical_tail in plan:
+        for dim, attr, rise, first, warning, critical, warning_tail, critical_tail in plan:
+            value = getattr(scores, attr)
+            if value is None:
+                continue
             if rise:
-                value = scores.cost_delta_pct if dim == "cost" else scores.latency_delta_pct
-                if value is None:
+                if not value > first:  # most episodes: no alert on this dimension
                     continue
                 # The same strict comparisons as RiseRule.severity, inlined for the hot path.
                 if critical is not None and value > critical:
                     severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
-                elif warning is not None and value > warning:
+                else:  # value > first, which is the warning threshold here
                     severity, threshold, tail = Severity.WARNING, warning, warning_tail
-                else:
-                    continue
                 shown = "unbounded (baseline 0)" if math.isinf(value) else f"{value:+.2f} %"
                 message = f"{dim} rose {shown} over {scores.baseline}{tail}"
             else:
-                value = getattr(scores, dim)
-                if value is None:
+                if not value < first:
                     continue
                 # FloorRule.severity, inlined.
                 if critical is not None and value < critical:
                     severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
-                elif warning is not None and value < warning:
-                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
                 else:
-                    continue
+                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
                 message = f"{dim} score {value:.3f}{tail}"
             alerts.append(
                 _AlertUnderConstruction().build(
