@@ -113,16 +113,33 @@ class AlertRules(BaseModel):
     tool_match: FloorRule = FloorRule(warning=0.5)
     safety: FloorRule = FloorRule(critical=0.8)
     overall: FloorRule = FloorRule(critical=0.5)
-    # Per dimension (name, is a rise, warning, critical), read once instead of per episode.
-    _plan: tuple[tuple[str, bool, float | None, float | None], ...] = PrivateAttr(default=())
+    # Per dimension (name, the score attribute it reads, is a rise, the threshold that fires
+    # first, warning, critical, and the message's text after the value for a WARNING and
+    # for a CRITICAL), read once instead of per episode.
+    _plan: tuple[tuple[str, str, bool, float, float | None, float | None, str, str], ...] = (
+        PrivateAttr(default=())
+    )
 
     def model_post_init(self, context: Any, /) -> None:
         del context
         plan = []
         for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
             rule: _Rule = getattr(self, dim)
-            if rule.warning is not None or rule.critical is not None:
-                plan.append((dim, dim in RISE_DIMENSIONS, rule.warning, rule.critical))
+            set_ = [t for t in (rule.warning, rule.critical) if t is not None]
+            if set_:
+                rise = dim in RISE_DIMENSIONS
+                plan.append(
+                    (
+                        dim,
+                        f"{dim}_delta_pct" if rise else dim,
+                        rise,
+                        min(set_) if rise else max(set_),  # no alert unless beyond it
+                        rule.warning,
+                        rule.critical,
+                        _message_tail(rise, rule.warning),
+                        _message_tail(rise, rule.critical),
+                    )
+                )
         self._plan = tuple(plan)
 
     @classmethod
@@ -149,41 +166,32 @@ class AlertRules(BaseModel):
         alerts: list[EpisodeAlert] = []
         # Straight from pydantic's private storage: `self._plan` goes through __getattr__.
         plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # always set
-        for dim, rise, warning, critical in plan:
+        for dim, attr, rise, first, warning, critical, warning_tail, critical_tail in plan:
+            value = getattr(scores, attr)
+            if value is None:
+                continue
             if rise:
-                value = scores.cost_delta_pct if dim == "cost" else scores.latency_delta_pct
-                if value is None:
+                if not value > first:  # most episodes: no alert on this dimension
                     continue
                 # The same strict comparisons as RiseRule.severity, inlined for the hot path.
                 if critical is not None and value > critical:
-                    severity, threshold = Severity.CRITICAL, critical
-                elif warning is not None and value > warning:
-                    severity, threshold = Severity.WARNING, warning
-                else:
-                    continue
+                    severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
+                else:  # value > first, which is the warning threshold here
+                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
                 shown = "unbounded (baseline 0)" if math.isinf(value) else f"{value:+.2f} %"
-                message = f"{dim} rose {shown} over {scores.baseline} (> {threshold:g} %)"
+                message = f"{dim} rose {shown} over {scores.baseline}{tail}"
             else:
-                value = getattr(scores, dim)
-                if value is None:
+                if not value < first:
                     continue
                 # FloorRule.severity, inlined.
                 if critical is not None and value < critical:
-                    severity, threshold = Severity.CRITICAL, critical
-                elif warning is not None and value < warning:
-                    severity, threshold = Severity.WARNING, warning
+                    severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
                 else:
-                    continue
-                message = f"{dim} score {value:.3f} < {threshold:g}"
+                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
+                message = f"{dim} score {value:.3f}{tail}"
             alerts.append(
-                EpisodeAlert(
-                    episode_id=scores.episode_id,
-                    dimension=dim,
-                    severity=severity,
-                    value=value,
-                    threshold=threshold,
-                    message=message,
-                    baseline=scores.baseline,
+                _AlertUnderConstruction().build(
+                    scores.episode_id, dim, severity, value, threshold, message, scores.baseline
                 )
             )
         return alerts
@@ -221,6 +229,41 @@ class EpisodeAlert:
         }
 
 
+def _message_tail(rise: bool, threshold: float | None) -> str:
+    """The end of an alert's message, after the value: ` (> 40 %)` for a rise, ` < 0.5`."""
+    if threshold is None:
+        return ""
+    return f" (> {threshold:g} %)" if rise else f" < {threshold:g}"
+
+
+class _AlertUnderConstruction:
+    """EpisodeAlert's exact slot layout without its frozen guard (as
+    `assertions.scoring._ScoresUnderConstruction` for score records): filled with plain
+    attribute stores, then made an EpisodeAlert by `__class__` assignment."""
+
+    __slots__ = EpisodeAlert.__slots__  # the same names, in the same order
+
+    def build(  # noqa: PLR0917 - the alert's fields, in order
+        self,
+        episode_id: str,
+        dimension: str,
+        severity: Severity,
+        value: float,
+        threshold: float,
+        message: str,
+        baseline: str | None,
+    ) -> EpisodeAlert:
+        self.episode_id = episode_id
+        self.dimension = dimension
+        self.severity = severity
+        self.value = value
+        self.threshold = threshold
+        self.message = message
+        self.baseline = baseline
+        self.__class__ = EpisodeAlert  # type: ignore[assignment]  # same layout, see above
+        return self  # type: ignore[return-value]  # now an EpisodeAlert
+
+
 def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:
     return any(a.severity is Severity.CRITICAL for a in alerts)
 
@@ -228,4 +271,10 @@ def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:
 def episode_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert]) -> bool:
     """Whether an episode passes: no CRITICAL alert, and its assertions did not fail or err
     (`EpisodeResult.passed`; None — no assertion applied — does not fail it)."""
-    return assertions_passed is not False and not has_critical(alerts)
+    if assertions_passed is False:
+        return False
+    # has_critical, inlined: no generator for the usual empty list (once per episode)
+    for alert in alerts:  # noqa: SIM110 - a loop beats all(generator) here
+        if alert.severity is Severity.CRITICAL:
+            return False
+    return True

@@ -347,6 +347,9 @@ class FileBaselines:
             if baseline.key in self._baselines:
                 raise BaselineError(f"two baselines for key {baseline.key}")
             self._baselines[baseline.key] = baseline
+        # The same map keyed by the keys' items: a plain tuple hashes and compares in C, a
+        # BaselineKey through its generated Python __hash__ and __eq__ (`get` runs per episode).
+        self._by_items = {key.items: baseline for key, baseline in self._baselines.items()}
 
     @property
     def key_attrs(self) -> tuple[str, ...]:
@@ -356,7 +359,7 @@ class FileBaselines:
         return BaselineKey.of(attrs, self._key_attrs)
 
     def get(self, key: BaselineKey) -> Baseline | None:
-        return self._baselines.get(key)
+        return self._by_items.get(key.items)
 
     def observe(self, inp: ScoringInput) -> None:
         """A fixed baseline does not learn from the episodes it scores."""

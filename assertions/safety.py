@@ -16,6 +16,7 @@ import regex
 
 from assertions.bounded_regex import DEFAULT_TIMEOUT_S, BoundedRegex
 from assertions.errors import RegexTimeoutError
+from assertions.safety_gates import LOWERED, OUTPUT, SHAPE, GatePlan, Group
 from assertions.score_checks import SCORE_DECIMALS, ScoringConfigError
 from assertions.score_checks import check_number as _check_number
 from assertions.score_checks import reject_unknown as _reject_unknown
@@ -180,8 +181,7 @@ class Detector:
         """The regex (and validator) itself, without the gates."""
         if self._finder is None:
             return self._bounded.search(text)
-        if not self._bounded.search(text):
-            return False
+        # No search first: finditer's first candidate is the search's match, found once.
         check = VALIDATORS[self.validator or ""]
         try:
             for count, found in enumerate(self._finder.finditer(text, timeout=self.timeout_s)):
@@ -298,6 +298,16 @@ DEFAULT_SEVERITY_PENALTIES: Mapping[str, float] = {
 }
 
 
+def _gate(detector: Detector) -> list[Group]:
+    """A detector's gates (`Detector.may_match`) as groups for the shared plan."""
+    groups: list[Group] = []
+    if detector.shape:
+        groups.append((SHAPE, detector.shape))
+    if detector.requires:
+        groups.append((LOWERED if "i" in detector.flags else OUTPUT, detector.requires))
+    return groups
+
+
 @dataclass(frozen=True, slots=True)
 class SafetyConfig:
     """Penalties of the safety dimension.
@@ -312,10 +322,8 @@ class SafetyConfig:
     )
     error_penalty: float = 0.05
     detectors: tuple[Detector, ...] = DEFAULT_DETECTORS
-    # Per detector (detector, shape needles, required literals, case-folded?), for the loop.
-    _plan: tuple[tuple[Detector, tuple[bytes, ...], tuple[str, ...], bool], ...] = field(
-        init=False, repr=False, compare=False, hash=False
-    )
+    # The detectors' gates, sharing substring scans (see assertions.safety_gates).
+    _gates: GatePlan = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         penalties = {str(k).lower(): v for k, v in self.severity_penalties.items()}
@@ -329,8 +337,7 @@ class SafetyConfig:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ScoringConfigError(f"duplicate detector name(s): {', '.join(dupes)}")
-        plan = tuple((d, d._shape, d.requires, "i" in d.flags) for d in self.detectors)
-        object.__setattr__(self, "_plan", plan)
+        object.__setattr__(self, "_gates", GatePlan.build([_gate(d) for d in self.detectors]))
 
     @classmethod
     def from_mapping(cls, obj: Mapping[str, Any]) -> SafetyConfig:
@@ -403,39 +410,24 @@ def safety_score(
     cfg = config if config is not None else _default_config()
     penalties = cfg.severity_penalties
     total = 0.0
-    for severity, count in policy_violations.items():
-        total += count * penalties.get(severity.lower(), penalties["unknown"])
-    total += errors * cfg.error_penalty
+    if policy_violations:
+        for severity, count in policy_violations.items():
+            total += count * penalties.get(severity.lower(), penalties["unknown"])
+    if errors:
+        total += errors * cfg.error_penalty
     hits: list[str] = []
     timeouts: list[str] = []
     if output:
-        # The gates of Detector.may_match, inlined (this loop runs per detector and output);
-        # they share one shape and one lower-cased copy of the output, made on demand.
-        shape: bytes | None = None
-        shaped = False
-        lowered: str | None = None
-        for detector, needles, literals, folded in cfg._plan:
-            if needles:
-                if not shaped:
-                    shape, shaped = output_shape(output), True
-                if shape is not None:
-                    for needle in needles:
-                        if needle in shape:
-                            break
-                    else:
-                        continue
-            if literals:
-                if folded:
-                    if lowered is None:
-                        lowered = output.lower()
-                    haystack = lowered
-                else:
-                    haystack = output
-                for literal in literals:
-                    if literal in haystack:
-                        break
-                else:
-                    continue
+        gates = cfg._gates
+        shape = None
+        if gates.uses_shape and output.isascii():
+            # output_shape as text: `in` on bytes costs ~0.25 µs more per scan (it first tries
+            # the needle as an integer).
+            shape = output.encode("ascii").translate(_SHAPE_TABLE, _SHAPE_DROPPED).decode("ascii")
+        lowered = output.lower() if gates.uses_lowered else None
+        detectors = cfg.detectors
+        for index in gates.candidates((output, lowered, shape)):
+            detector = detectors[index]
             try:
                 hit = detector.matches(output)
             except RegexTimeoutError:

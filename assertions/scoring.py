@@ -125,7 +125,7 @@ class ScoreWeights:
     latency: float = 0.1
     safety: float = 0.1
     # Normalised weights per tuple of available dimensions (a handful), filled on demand.
-    _normalised: dict[tuple[str, ...], Mapping[str, float]] = field(
+    _normalised: dict[tuple[str, ...], tuple[Mapping[str, float], tuple[float, ...]]] = field(
         init=False, repr=False, compare=False, hash=False
     )
 
@@ -151,14 +151,18 @@ class ScoreWeights:
 
     def normalised(self, available: Iterable[str] = DIMENSIONS) -> dict[str, float]:
         """The weights of `available` dimensions rescaled to sum to 1 ({} if they weigh 0)."""
-        return dict(_normalised(self, tuple(available)))
+        return dict(_normalised(self, tuple(available))[0])
 
 
-def _normalised(weights: ScoreWeights, available: tuple[str, ...]) -> Mapping[str, float]:
-    """Shared and read-only: score_episode asks this once per episode with the same few keys."""
+def _normalised(
+    weights: ScoreWeights, available: tuple[str, ...]
+) -> tuple[Mapping[str, float], tuple[float, ...]]:
+    """Shared and read-only: score_episode asks this once per episode with the same few keys.
+    The weights by name, and their values in the order of `available`."""
     cached = weights._normalised.get(available)
     if cached is None:
-        cached = weights._normalised[available] = _renormalise(weights, available)
+        by_name = _renormalise(weights, available)
+        cached = weights._normalised[available] = (by_name, tuple(by_name.values()))
     return cached
 
 
@@ -245,11 +249,22 @@ def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     U = V & match[y] and V = (V + U) | (V - U). The LCS length is the number of zero bits of V
     among the low len(shorter) bits. One big-int operation per element: O(n · m / w).
     """
+    # A common prefix and suffix belong to a longest common subsequence: count them and run
+    # the bit-parallel pass on the rest (a swap or a retry storm leaves a few elements).
+    end = min(len(a), len(b))
+    head = 0
+    while head < end and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < end - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    if head or tail:
+        a, b = a[head : len(a) - tail], b[head : len(b) - tail]
     if len(a) < len(b):
         a, b = b, a
     m = len(b)
     if m == 0:
-        return 0
+        return head + tail
     match: dict[Hashable, int] = {}
     for i, item in enumerate(b):
         match[item] = match.get(item, 0) | (1 << i)
@@ -258,7 +273,7 @@ def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     for item in a:
         u = v & match.get(item, 0)
         v = ((v + u) | (v - u)) & full
-    return m - v.bit_count()
+    return head + tail + m - v.bit_count()
 
 
 def lcs_length_dp(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
@@ -510,6 +525,49 @@ class EpisodeScores:
         }
 
 
+class _ScoresUnderConstruction:
+    """EpisodeScores' exact slot layout without its frozen guard: score_episode fills one
+    with plain attribute stores and then makes it an EpisodeScores (`__class__` assignment,
+    allowed between classes of the same layout). A frozen record's fields can only be set
+    through `object.__setattr__`, a slot-wrapper call that costs ~0.1 µs per field; this
+    costs a tenth of that. The result is an ordinary EpisodeScores, frozen from then on.
+    """
+
+    __slots__ = EpisodeScores.__slots__  # the same names, in the same order
+
+    def build(  # noqa: PLR0917 - the record's fields, in order
+        self,
+        episode_id: str,
+        correctness: float | None,
+        cost: float | None,
+        tool_match: float | None,
+        latency: float | None,
+        safety: float,
+        overall: float | None,
+        cost_delta_pct: float | None,
+        latency_delta_pct: float | None,
+        weights: Mapping[str, float],
+        baseline: str | None,
+        safety_detail: SafetyResult,
+        notes: tuple[str, ...],
+    ) -> EpisodeScores:
+        self.episode_id = episode_id
+        self.correctness = correctness
+        self.cost = cost
+        self.tool_match = tool_match
+        self.latency = latency
+        self.safety = safety
+        self.overall = overall
+        self.cost_delta_pct = cost_delta_pct
+        self.latency_delta_pct = latency_delta_pct
+        self.weights = weights
+        self.baseline = baseline
+        self.safety_detail = safety_detail
+        self.notes = notes
+        self.__class__ = EpisodeScores  # type: ignore[assignment]  # same layout, see above
+        return self  # type: ignore[return-value]  # now an EpisodeScores
+
+
 @functools.cache
 def _default_config() -> ScoringConfig:
     return ScoringConfig()
@@ -548,7 +606,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
         steps = inp.step_count
         correctness: float | None = base
         if baseline_steps is not None and steps > 0 and baseline_steps > 0:
-            ratio = min(steps, baseline_steps) / max(steps, baseline_steps)
+            ratio = steps / baseline_steps if steps <= baseline_steps else baseline_steps / steps
             correctness = base * (1.0 - STEP_RATIO_SHARE) + STEP_RATIO_SHARE * ratio
     else:
         correctness = correctness_score(
@@ -564,42 +622,78 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
 
     cost = cost_delta = latency = latency_delta = tool_match = None
     if baseline is not None:
+        # delta_percent, delta_score and tool_match_score's fast path, inlined (the functions
+        # are the reference; the property tests hold score_episode to them).
         if not inp.cost_complete:
             notes.append("cost incomplete (a model without a price): cost not scored")
-        elif baseline.cost_usd is None:
+        elif (base_cost := baseline.cost_usd) is None:
             notes.append("baseline has no cost: cost not scored")
         else:
-            cost_delta = delta_percent(inp.cost_usd, baseline.cost_usd)
-            cost = delta_score(cost_delta)
-        if baseline.latency_ms is None:
+            if base_cost == 0.0:
+                cost_delta = math.inf if inp.cost_usd > 0.0 else 0.0
+            else:
+                cost_delta = round((inp.cost_usd - base_cost) / base_cost * 100.0, DELTA_DECIMALS)
+            cost = 1.0 if cost_delta <= 0.0 else 1.0 - cost_delta / 100.0
+            if cost < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
+                cost = 0.0
+        if (base_latency := baseline.latency_ms) is None:
             notes.append("baseline has no latency: latency not scored")
         else:
-            latency_delta = delta_percent(inp.latency_ms, baseline.latency_ms)
-            latency = delta_score(latency_delta)
-        if baseline.tool_names is None:
+            if base_latency == 0.0:
+                latency_delta = math.inf if inp.latency_ms > 0.0 else 0.0
+            else:
+                latency_delta = round(
+                    (inp.latency_ms - base_latency) / base_latency * 100.0, DELTA_DECIMALS
+                )
+            latency = 1.0 if latency_delta <= 0.0 else 1.0 - latency_delta / 100.0
+            if latency < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
+                latency = 0.0
+        if (base_tools := baseline.tool_names) is None:
             notes.append("baseline has no tool sequence: tool match not scored")
+        elif inp.tool_names == base_tools:
+            tool_match = 1.0
         else:
-            tool_match = tool_match_score(inp.tool_names, baseline.tool_names)
+            tool_match = tool_match_score(inp.tool_names, base_tools)
 
     safety = safety_score(inp.policy_violations, inp.errors, inp.output, cfg.safety)
-    values = (correctness, cost, tool_match, latency, safety.score)  # in DIMENSIONS order
-    if None in values:
+    overall: float | None = None
+    if (
+        correctness is not None
+        and cost is not None
+        and tool_match is not None
+        and latency is not None
+    ):
+        # Every dimension scored (the common case): the weights apply as configured.
+        weights, (w_correct, w_cost, w_tools, w_latency, w_safety) = _normalised(
+            cfg.weights, DIMENSIONS
+        )
+        weighted = math.fsum(
+            (
+                w_correct * correctness,
+                w_cost * cost,
+                w_tools * tool_match,
+                w_latency * latency,
+                w_safety * safety.score,
+            )
+        )
+        overall = round(weighted, SCORE_DECIMALS)
+        if overall > 1.0:  # noqa: PLR1730 - cheaper than calling min() per episode
+            overall = 1.0
+    else:
+        values = (correctness, cost, tool_match, latency, safety.score)  # in DIMENSIONS order
         available = tuple(
             [name for name, v in zip(DIMENSIONS, values, strict=True) if v is not None]
         )
         present = [v for v in values if v is not None]
         notes.append("overall over " + ", ".join(available) + " with renormalised weights")
-    else:
-        available, present = DIMENSIONS, [v for v in values if v is not None]
-    weights = _normalised(cfg.weights, available)
-    overall: float | None = None
-    if weights:
-        # Same order as `available`, so zip pairs each weight with its value.
-        weighted = math.fsum([w * v for w, v in zip(weights.values(), present, strict=True)])
-        overall = min(1.0, round(weighted, SCORE_DECIMALS))
-    else:
-        notes.append("the available dimensions all weigh 0: overall not scored")
-    return EpisodeScores(  # positional: keyword passing costs more than the record itself
+        weights, shares = _normalised(cfg.weights, available)
+        if weights:
+            # Same order as `available`, so zip pairs each weight with its value.
+            weighted = math.fsum([w * v for w, v in zip(shares, present, strict=True)])
+            overall = min(1.0, round(weighted, SCORE_DECIMALS))
+        else:
+            notes.append("the available dimensions all weigh 0: overall not scored")
+    return _ScoresUnderConstruction().build(
         inp.episode_id,
         correctness,
         cost,
