@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import orjson
@@ -58,6 +59,8 @@ EXE = Path(sys.executable).parent / "evalstream"
 SIGNALS_PER_EPISODE = 100
 OPEN_EPISODE_SIGNALS = 10
 PARTITIONS = 4
+# Episodes open at once in the latency run: at ~30k signals/s an episode lasts ~3 s.
+LATENCY_CONCURRENT = 1_000
 
 Record = tuple[bytes, bytes]  # (key, value)
 
@@ -67,6 +70,26 @@ def episode_records(index: int, prefix: str) -> list[Record]:
     key = episode.encode()
     traffic = Traffic(SIGNALS_PER_EPISODE, seed=index, episode_id=episode)
     return [(key, orjson.dumps(obj)) for obj in traffic]
+
+
+def steady(episodes: Sequence[list[Record]], concurrent: int) -> Iterator[Record]:
+    """Round-robin over `concurrent` open episodes; as one ends, the next one starts. Live
+    traffic: episodes start and close all along, not all at the end of the run."""
+    waiting = iter(episodes)
+    open_: list[Iterator[Record]] = [iter(e) for e in islice(waiting, concurrent)]
+    while open_:
+        still_open: list[Iterator[Record]] = []
+        for current in open_:
+            record = next(current, None)
+            if record is None:
+                following = next(waiting, None)
+                if following is None:
+                    continue
+                current = iter(following)  # noqa: PLW2901 # the slot's next episode
+                record = next(current)
+            yield record
+            still_open.append(current)
+        open_ = still_open
 
 
 def interleaved(episodes: Sequence[list[Record]]) -> Iterator[Record]:
@@ -266,13 +289,14 @@ async def latency_run(
     await producer.start()
     output = BatchedOutput(producer)
     await output.add_topics([topic])
-    # Whole episodes only (each ends and closes), all interleaved over the run.
-    n_episodes = max(concurrent, round(rate * seconds / SIGNALS_PER_EPISODE))
+    # Whole episodes only, `concurrent` of them open at any time (0: all of them, every one
+    # ending in the run's last second): each ends and closes.
+    n_episodes = max(concurrent, 50, round(rate * seconds / SIGNALS_PER_EPISODE))
     episodes = [episode_records(10_000_000 + i, f"{prefix}lat") for i in range(n_episodes)]
     # Ids decoded up front: the pacing loop shares the two cores with the worker and broker.
     records = [
         (key, value, (obj["episode_id"], obj["id"]))
-        for key, value in interleaved(episodes)
+        for key, value in (steady(episodes, concurrent) if concurrent else interleaved(episodes))
         for obj in (orjson.loads(value),)
     ]
     tick = 0.01
@@ -335,6 +359,7 @@ class Figures:
     worker_rate: float = 0.0
     worker_rate_closed: float = 0.0
     latencies: list[tuple[float, float]] = field(default_factory=list)
+    concurrent: int = 0
     memory: list[tuple[int, float]] = field(default_factory=list)
 
 
@@ -355,8 +380,11 @@ def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figure
         _, closed = worker.wait("evalstream_episodes_closed_total", fig.episodes, timeout=300)
         fig.worker_rate = fig.total / (last - first)
         fig.worker_rate_closed = fig.total / (closed - first)
+        fig.concurrent = args.concurrent
         fig.latencies = asyncio.run(
-            latency_run(bootstrap, prefix, fig.worker_rate / 2, args.latency_seconds, concurrent=50)
+            latency_run(
+                bootstrap, prefix, fig.worker_rate / 2, args.latency_seconds, args.concurrent
+            )
         )
         # Memory: let the latency-phase episodes close, then open episodes that never end.
         time.sleep(3)
@@ -392,7 +420,11 @@ def print_report(fig: Figures) -> None:
     appended = [at for at, _ in fig.latencies]
     delivered = [total - at for at, total in fig.latencies]
     rows.append(
-        (f"d. early verdicts timed at {fig.worker_rate / 2:,.0f} signals/s", f"{len(lat):,}")
+        (
+            f"d. early verdicts timed at {fig.worker_rate / 2:,.0f} signals/s, "
+            + (f"{fig.concurrent:,} episodes open at once" if fig.concurrent else "all open"),
+            f"{len(lat):,}",
+        )
     )
     if lat:
         rows += [
@@ -423,6 +455,12 @@ def main() -> int:
     parser.add_argument("--episodes", type=int, default=3000, help="Episodes of 100 signals.")
     parser.add_argument("--open", default="10000,100000", help="Open-episode counts to measure.")
     parser.add_argument("--latency-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--concurrent",
+        type=int,
+        default=LATENCY_CONCURRENT,
+        help="Episodes open at once in the latency run (0: all, ending together at the end).",
+    )
     parser.add_argument("--quick", action="store_true", help="Small sizes, for a smoke run.")
     args = parser.parse_args()
     if args.quick:

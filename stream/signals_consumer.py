@@ -76,6 +76,7 @@ class SignalsConsumer:
             batch = await consumer.getmany(timeout_ms=FETCH_WAIT_MS, max_records=BATCH_RECORDS)
             if not batch:
                 continue
+            await asyncio.sleep(0)  # the fetcher sends its next request while this batch runs
             async with self.lock:
                 # Shielded: a stop (cancellation) never cuts a batch in the middle of a
                 # record; `settle()` waits for it before the final commit.
