@@ -197,17 +197,7 @@ class EpisodeAssembler:
         if sig.attrs:
             ep.attrs.update(sig.attrs)
         if ep.reorder is None:
-            # _evaluate, inlined: this runs for every signal
-            decided = ep.evaluation.feed(sig)
-            if decided is not None:
-                for top in decided:
-                    self.early.append(EarlyVerdict(ep, top, sig))
-            if ep.end_deadline is None:
-                end = self._end_cache.get(sig.name)
-                if end is None:
-                    end = self.is_end(sig.name)
-                if end:
-                    ep.end_deadline = now + self.rules.grace_ms
+            self._evaluate(ep, sig, now)
         else:
             heapq.heappush(ep.reorder, (sig.ts, sig.seq or 0, next(self._tiebreak), sig))
             self._release(ep, now, final=False)

@@ -80,13 +80,7 @@ class GatePlan:
         one (every shape group then holds).
         """
         found = list(self.ungated)
-        for haystack, literal, detectors, children in self.probes:  # _walk's first level
-            text = haystacks[haystack]
-            if text is None or literal in text:
-                if detectors:
-                    found.extend(detectors)
-                if children:
-                    _walk(children, haystacks, found)
+        _walk(self.probes, haystacks, found)
         if not found:
             return found  # the common case: a clean output
         found.sort()

@@ -202,19 +202,7 @@ class Pipeline:
         except SignalDecodeError as exc:
             self._dead.append((env, exc.reason, exc.message))
             return True
-        if now is None:
-            return self._feed(sig, env, now)
-        # _feed with `now` given (the worker's case), inlined: this runs for every signal.
-        asm = self.assembler
-        status = asm.feed(sig, now)
-        if status:  # not Accept.ACCEPTED
-            return self._rejected(sig, env, status)
-        if asm.early or asm.ready:
-            return True
-        if len(asm.open) != self._open_reported:
-            self._open_reported = len(asm.open)
-            self.metrics.open_episodes.set(self._open_reported)
-        return False
+        return self._feed(sig, env, now)
 
     async def flush(self) -> None:
         """Publishes what the last `ingest` left: dead letters, then verdicts and episodes."""
