@@ -113,34 +113,31 @@ class AlertRules(BaseModel):
     tool_match: FloorRule = FloorRule(warning=0.5)
     safety: FloorRule = FloorRule(critical=0.8)
     overall: FloorRule = FloorRule(critical=0.5)
-    # Per dimension (name, the score attribute it reads, is a rise, the threshold that fires
-    # first, warning, critical, and the message's text after the value for a WARNING and
-    # for a CRITICAL), read once instead of per episode.
-    _plan: tuple[tuple[str, str, bool, float, float | None, float | None, str, str], ...] = (
-        PrivateAttr(default=())
+    # Per dimension, in the order alerts are listed (cost, latency, correctness, tool match,
+    # safety, overall), the value beyond which its first threshold fires: a rise's lower
+    # threshold (+inf when both are off), a floor's higher one (-inf when both are off).
+    _fires_beyond: tuple[float, float, float, float, float, float] = PrivateAttr(
+        default=(math.inf, math.inf, -math.inf, -math.inf, -math.inf, -math.inf)
+    )
+
+    # Per dimension: is it a rise, its warning and its critical threshold.
+    _thresholds: dict[str, tuple[bool, float | None, float | None]] = PrivateAttr(
+        default_factory=dict
     )
 
     def model_post_init(self, context: Any, /) -> None:
         del context
-        plan = []
+        beyond = []
         for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
             rule: _Rule = getattr(self, dim)
+            rise = dim in RISE_DIMENSIONS
+            self._thresholds[dim] = (rise, rule.warning, rule.critical)
             set_ = [t for t in (rule.warning, rule.critical) if t is not None]
-            if set_:
-                rise = dim in RISE_DIMENSIONS
-                plan.append(
-                    (
-                        dim,
-                        f"{dim}_delta_pct" if rise else dim,
-                        rise,
-                        min(set_) if rise else max(set_),  # no alert unless beyond it
-                        rule.warning,
-                        rule.critical,
-                        _message_tail(rise, rule.warning),
-                        _message_tail(rise, rule.critical),
-                    )
-                )
-        self._plan = tuple(plan)
+            if rise:
+                beyond.append(min(set_) if set_ else math.inf)
+            else:
+                beyond.append(max(set_) if set_ else -math.inf)
+        self._fires_beyond = tuple(beyond)  # type: ignore[assignment]  # six, by construction
 
     @classmethod
     def load(cls, obj: Mapping[str, JSON] | None) -> AlertRules:
@@ -163,56 +160,74 @@ class AlertRules(BaseModel):
     def evaluate(self, scores: EpisodeScores) -> list[EpisodeAlert]:
         """The alerts of one scored episode, at most one per dimension (cost, latency, then
         correctness, tool match, safety, overall)."""
+        # One comparison per dimension decides the common case, no alert; the six are
+        # written out because a loop over them cost two thirds of this method. Straight from
+        # pydantic's private storage: `self._fires_beyond` would go through __getattr__.
+        cost_at, latency_at, correctness_at, tool_match_at, safety_at, overall_at = (
+            self.__pydantic_private__["_fires_beyond"]  # type: ignore[index]  # always set
+        )
         alerts: list[EpisodeAlert] = []
-        # Straight from pydantic's private storage: `self._plan` goes through __getattr__.
-        plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # always set
-        for dim, attr, rise, first, warning, critical, warning_tail, critical_tail in plan:
-            value = getattr(scores, attr)
-            if value is None:
-                continue
-            if rise:
-                if not value > first:  # most episodes: no alert on this dimension
-                    continue
-                # The same strict comparisons as RiseRule.severity, inlined for the hot path.
-                if critical is not None and value > critical:
-                    severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
-                else:  # value > first, which is the warning threshold here
-                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
-                shown = "unbounded (baseline 0)" if math.isinf(value) else f"{value:+.2f} %"
-                message = f"{dim} rose {shown} over {scores.baseline}{tail}"
-            else:
-                if not value < first:
-                    continue
-                # FloorRule.severity, inlined.
-                if critical is not None and value < critical:
-                    severity, threshold, tail = Severity.CRITICAL, critical, critical_tail
-                else:
-                    severity, threshold, tail = Severity.WARNING, warning, warning_tail
-                message = f"{dim} score {value:.3f}{tail}"
-            alerts.append(
-                _AlertUnderConstruction().build(
-                    scores.episode_id, dim, severity, value, threshold, message, scores.baseline
-                )
-            )
+        value = scores.cost_delta_pct
+        if value is not None and value > cost_at:
+            alerts.append(self._alert(scores, "cost", value))
+        value = scores.latency_delta_pct
+        if value is not None and value > latency_at:
+            alerts.append(self._alert(scores, "latency", value))
+        value = scores.correctness
+        if value is not None and value < correctness_at:
+            alerts.append(self._alert(scores, "correctness", value))
+        value = scores.tool_match
+        if value is not None and value < tool_match_at:
+            alerts.append(self._alert(scores, "tool_match", value))
+        value = scores.safety
+        if value < safety_at:  # safety is always scored
+            alerts.append(self._alert(scores, "safety", value))
+        value = scores.overall
+        if value is not None and value < overall_at:
+            alerts.append(self._alert(scores, "overall", value))
         return alerts
+
+    def _alert(self, scores: EpisodeScores, dim: str, value: float) -> EpisodeAlert:
+        """The alert of a dimension whose value is beyond its first threshold: CRITICAL if
+        beyond that one too (the strict comparisons of RiseRule/FloorRule.severity)."""
+        rise, warning, critical = self.__pydantic_private__["_thresholds"][dim]  # type: ignore[index]
+        if critical is not None and (value > critical if rise else value < critical):
+            severity, threshold = Severity.CRITICAL, critical
+        else:  # only the warning threshold is left to have fired
+            severity, threshold = Severity.WARNING, warning
+        return _AlertUnderConstruction().build(
+            scores.episode_id, dim, severity, value, threshold, scores.baseline
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class EpisodeAlert:
     """One alert of one episode. `value` is the Δ% (cost, latency; +inf when unbounded) or
-    the score; `dedupe_key` is `<episode_id>/<dimension>`."""
+    the score; `threshold` the one it crossed; `dedupe_key` is `<episode_id>/<dimension>`.
+
+    `message` is written from the fields when read: most alerts are only counted (an
+    episode's pass flag, a metric), and formatting two numbers cost a tenth of scoring.
+    """
 
     episode_id: str
     dimension: str
     severity: Severity
     value: float
     threshold: float
-    message: str
     baseline: str | None = None
 
     @property
     def dedupe_key(self) -> str:
         return f"{self.episode_id}/{self.dimension}"
+
+    @property
+    def message(self) -> str:
+        """`cost rose +50.00 % over <baseline> (> 40 %)`, `safety score 0.500 < 0.8`."""
+        value, threshold = self.value, self.threshold
+        if self.dimension in RISE_DIMENSIONS:
+            shown = "unbounded (baseline 0)" if math.isinf(value) else f"{value:+.2f} %"
+            return f"{self.dimension} rose {shown} over {self.baseline} (> {threshold:g} %)"
+        return f"{self.dimension} score {value:.3f} < {threshold:g}"
 
     def to_json(self) -> dict[str, JSON]:
         unbounded = math.isinf(self.value)
@@ -229,13 +244,6 @@ class EpisodeAlert:
         }
 
 
-def _message_tail(rise: bool, threshold: float | None) -> str:
-    """The end of an alert's message, after the value: ` (> 40 %)` for a rise, ` < 0.5`."""
-    if threshold is None:
-        return ""
-    return f" (> {threshold:g} %)" if rise else f" < {threshold:g}"
-
-
 class _AlertUnderConstruction:
     """EpisodeAlert's exact slot layout without its frozen guard (as
     `assertions.scoring._ScoresUnderConstruction` for score records): filled with plain
@@ -250,7 +258,6 @@ class _AlertUnderConstruction:
         severity: Severity,
         value: float,
         threshold: float,
-        message: str,
         baseline: str | None,
     ) -> EpisodeAlert:
         self.episode_id = episode_id
@@ -258,7 +265,6 @@ class _AlertUnderConstruction:
         self.severity = severity
         self.value = value
         self.threshold = threshold
-        self.message = message
         self.baseline = baseline
         self.__class__ = EpisodeAlert  # type: ignore[assignment]  # same layout, see above
         return self  # type: ignore[return-value]  # now an EpisodeAlert

@@ -71,6 +71,19 @@ def _key_value(value: JSON) -> str | None:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def key_items(
+    attrs: Mapping[str, JSON], names: Sequence[str]
+) -> tuple[tuple[str, str | None], ...]:
+    """`BaselineKey.of(attrs, names).items`, without the record (a lookup per scored episode)."""
+    get = attrs.get
+    items = []
+    for name in names:
+        value = get(name)
+        # Strings and None are their own key values (the common case): no call.
+        items.append((name, value if value is None or type(value) is str else _key_value(value)))
+    return tuple(items)
+
+
 @dataclass(frozen=True, slots=True)
 class BaselineKey:
     """The values of the key attrs, in the order of `key_attrs` (None: attr absent)."""
@@ -79,15 +92,7 @@ class BaselineKey:
 
     @classmethod
     def of(cls, attrs: Mapping[str, JSON], names: Sequence[str] = DEFAULT_KEY_ATTRS) -> BaselineKey:
-        get = attrs.get
-        items = []
-        for name in names:
-            value = get(name)
-            # Strings and None are their own key values (the common case): no call.
-            items.append(
-                (name, value if value is None or type(value) is str else _key_value(value))
-            )
-        return cls(tuple(items))
+        return cls(key_items(attrs, names))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -318,6 +323,10 @@ class BaselineStore(Protocol):
 
     def get(self, key: BaselineKey) -> Baseline | None: ...
 
+    def baseline_for(self, attrs: Mapping[str, JSON]) -> Baseline | None:
+        """`get(key_for(attrs))`, the way each scored episode looks its baseline up."""
+        ...
+
     def observe(self, inp: ScoringInput) -> None: ...
 
 
@@ -360,6 +369,9 @@ class FileBaselines:
 
     def get(self, key: BaselineKey) -> Baseline | None:
         return self._by_items.get(key.items)
+
+    def baseline_for(self, attrs: Mapping[str, JSON]) -> Baseline | None:
+        return self._by_items.get(key_items(attrs, self._key_attrs))
 
     def observe(self, inp: ScoringInput) -> None:
         """A fixed baseline does not learn from the episodes it scores."""
@@ -486,6 +498,9 @@ class RollingBaselines:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def baseline_for(self, attrs: Mapping[str, JSON]) -> Baseline | None:
+        return self.get(self.key_for(attrs))
 
     def get(self, key: BaselineKey) -> Baseline | None:
         entries = self._entries.get(key)

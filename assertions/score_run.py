@@ -293,7 +293,7 @@ class Scorer:
                     f"{', '.join(sorted(self._baseline_agents))}, not {agent!r}; pass a "
                     "baseline of this agent, or a rolling baseline"
                 )
-            baseline = self.baselines.get(self.baselines.key_for(inp.attrs))
+            baseline = self.baselines.baseline_for(inp.attrs)
         scores = score_episode(inp, baseline, self.config)
         if self.baselines is not None:
             self.baselines.observe(inp)

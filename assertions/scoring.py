@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from assertions.decimal_round import round_places
 from assertions.errors import InputError
 from assertions.results import EpisodeResult
 from assertions.safety import (
@@ -632,7 +633,9 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
             if base_cost == 0.0:
                 cost_delta = math.inf if inp.cost_usd > 0.0 else 0.0
             else:
-                cost_delta = round((inp.cost_usd - base_cost) / base_cost * 100.0, DELTA_DECIMALS)
+                cost_delta = round_places(
+                    (inp.cost_usd - base_cost) / base_cost * 100.0, DELTA_DECIMALS
+                )
             cost = 1.0 if cost_delta <= 0.0 else 1.0 - cost_delta / 100.0
             if cost < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
                 cost = 0.0
@@ -642,7 +645,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
             if base_latency == 0.0:
                 latency_delta = math.inf if inp.latency_ms > 0.0 else 0.0
             else:
-                latency_delta = round(
+                latency_delta = round_places(
                     (inp.latency_ms - base_latency) / base_latency * 100.0, DELTA_DECIMALS
                 )
             latency = 1.0 if latency_delta <= 0.0 else 1.0 - latency_delta / 100.0
@@ -676,7 +679,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
                 w_safety * safety.score,
             )
         )
-        overall = round(weighted, SCORE_DECIMALS)
+        overall = round_places(weighted, SCORE_DECIMALS)
         if overall > 1.0:  # noqa: PLR1730 - cheaper than calling min() per episode
             overall = 1.0
     else:

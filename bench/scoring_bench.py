@@ -159,11 +159,10 @@ def make_workload(n: int, steps: int, *, regressed: float = 0.05, seed: int = SE
 
 def score_and_alert(work: Workload, config: ScoringConfig, rules: AlertRules) -> int:
     """(a): returns the number of CRITICAL-failed episodes (so nothing is optimised away)."""
-    store = work.baselines
-    key_for, get = store.key_for, store.get
+    baseline_for = work.baselines.baseline_for
     failed = 0
     for inp in work.inputs:
-        scores = score_episode(inp, get(key_for(inp.attrs)), config)
+        scores = score_episode(inp, baseline_for(inp.attrs), config)
         if not episode_passes(None, rules.evaluate(scores)):
             failed += 1
     return failed
@@ -174,7 +173,7 @@ def score_rolling(work: Workload, config: ScoringConfig, rules: AlertRules) -> i
     store = RollingBaselines(20)
     failed = 0
     for inp in work.inputs:
-        scores = score_episode(inp, store.get(store.key_for(inp.attrs)), config)
+        scores = score_episode(inp, store.baseline_for(inp.attrs), config)
         store.observe(inp)
         if not episode_passes(None, rules.evaluate(scores)):
             failed += 1

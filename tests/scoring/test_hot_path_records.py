@@ -130,7 +130,7 @@ def test_alerts_are_ordinary_frozen_episode_alerts_with_their_messages() -> None
         )
         assert (alert, hash(alert), repr(alert)) == (again, hash(again), repr(again))
         with pytest.raises(dataclasses.FrozenInstanceError):
-            alert.message = ""  # type: ignore[misc]  # the point: it is frozen
+            alert.value = 0.0  # type: ignore[misc]  # the point: it is frozen
 
 
 def test_an_unbounded_rise_and_a_disabled_threshold_keep_their_messages() -> None:

@@ -186,7 +186,7 @@ def test_load_of_nothing_is_the_defaults() -> None:
 
 
 def _alert(severity: Severity) -> EpisodeAlert:
-    return EpisodeAlert("e1", "cost", severity, 50.0, 40.0, "m")
+    return EpisodeAlert("e1", "cost", severity, 50.0, 40.0)
 
 
 def test_a_critical_alert_makes_a_passing_episode_fail() -> None:
