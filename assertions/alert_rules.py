@@ -160,9 +160,9 @@ class AlertRules(BaseModel):
     def evaluate(self, scores: EpisodeScores) -> list[EpisodeAlert]:
         """The alerts of one scored episode, at most one per dimension (cost, latency, then
         correctness, tool match, safety, overall)."""
-        # One comparison per dimension decides the common case, no alert; the six are
-        # written out because a loop over them cost two thirds of this method. Straight from
-        # pydantic's private storage: `self._fires_beyond` would go through __getattr__.
+        # One comparison per dimension decides the common case, no alert; written out, the
+        # six take ~40 % fewer instructions than a loop over a plan. Straight from pydantic's
+        # private storage: `self._fires_beyond` would go through __getattr__.
         cost_at, latency_at, correctness_at, tool_match_at, safety_at, overall_at = (
             self.__pydantic_private__["_fires_beyond"]  # type: ignore[index]  # always set
         )
@@ -206,7 +206,8 @@ class EpisodeAlert:
     the score; `threshold` the one it crossed; `dedupe_key` is `<episode_id>/<dimension>`.
 
     `message` is written from the fields when read: most alerts are only counted (an
-    episode's pass flag, a metric), and formatting two numbers cost a tenth of scoring.
+    episode's pass flag, a metric), and formatting them up front cost ~12 % of scoring
+    when every episode alerts.
     """
 
     episode_id: str
