@@ -444,7 +444,7 @@ def _json_number(value: float | None) -> float | None:
     return None if value is None or math.isinf(value) else value
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class EpisodeScores:
     """The scores of one episode. `weights` are the ones actually applied (normalised over
     the dimensions that were available); `baseline` names the baseline used (None: none)."""
@@ -462,39 +462,6 @@ class EpisodeScores:
     baseline: str | None
     safety_detail: SafetyResult
     notes: tuple[str, ...] = ()
-
-    def __init__(  # noqa: PLR0917 - the record's fields, in order, as the generated init took them
-        self,
-        episode_id: str,
-        correctness: float | None,
-        cost: float | None,
-        tool_match: float | None,
-        latency: float | None,
-        safety: float,
-        overall: float | None,
-        cost_delta_pct: float | None,
-        latency_delta_pct: float | None,
-        weights: Mapping[str, float],
-        baseline: str | None,
-        safety_detail: SafetyResult,
-        notes: tuple[str, ...] = (),
-    ) -> None:
-        # The generated frozen __init__, with the setter looked up once: one record is built
-        # per scored episode, and its 13 global lookups cost a tenth of scoring.
-        set_ = object.__setattr__
-        set_(self, "episode_id", episode_id)
-        set_(self, "correctness", correctness)
-        set_(self, "cost", cost)
-        set_(self, "tool_match", tool_match)
-        set_(self, "latency", latency)
-        set_(self, "safety", safety)
-        set_(self, "overall", overall)
-        set_(self, "cost_delta_pct", cost_delta_pct)
-        set_(self, "latency_delta_pct", latency_delta_pct)
-        set_(self, "weights", weights)
-        set_(self, "baseline", baseline)
-        set_(self, "safety_detail", safety_detail)
-        set_(self, "notes", notes)
 
     def dimension(self, name: str) -> float | None:
         if name not in DIMENSIONS and name != "overall":
