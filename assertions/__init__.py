@@ -4,6 +4,11 @@ No network, no Kafka, no clocks read directly: everything with an edge lives in 
 and `stream/`. Modules re-exported here form the public API.
 """
 
+# Before any hot-path module is imported: compiled (mypyc) or pure Python, see native.py.
+from assertions import native
+
+native.select()
+
 from assertions.assembly import CloseReason, CloseRules, EpisodeAssembler
 from assertions.engine import AssertionOutcome, EpisodeEvaluation, Plan, PlannedAssertion
 from assertions.errors import EvalstreamError, InputError, SignalDecodeError, SuiteError

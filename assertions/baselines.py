@@ -44,6 +44,15 @@ from typing import Any, Protocol
 import orjson
 
 from assertions.errors import InputError
+from assertions.score_checks import (
+    INTEGER,
+    NUMBER,
+    OPTIONAL_NUMBER,
+    OPTIONAL_TEXT,
+    TEXT,
+    TEXTS,
+    check_types,
+)
 from assertions.scoring import OUTCOMES, ScoringInput
 from assertions.statistics import percentile
 
@@ -210,6 +219,7 @@ class Baseline:
             raise BaselineError(f"baseline {dict(obj)!r} has no `key`")
         key = BaselineKey.from_json(obj["key"], names)
         where = f"baseline {key}"
+        check_types(obj, {"outcome": OPTIONAL_TEXT, "episodes": INTEGER}, where, BaselineError)
         tools = obj.get("tool_names")
         if tools is not None and (
             not isinstance(tools, list) or not all(isinstance(t, str) for t in tools)
@@ -229,6 +239,22 @@ class Baseline:
             step_count=_opt_number(obj, "step_count", where),
             episodes=episodes,
         )
+
+
+_ROLLING_FIELD_KINDS = {
+    "window": INTEGER,
+    "max_keys": INTEGER,
+    "min_episodes": INTEGER,
+    "key_attrs": TEXTS,
+    "source": OPTIONAL_TEXT,
+}
+_ENTRY_FIELD_KINDS = {
+    "outcome": TEXT,
+    "step_count": INTEGER,
+    "cost_usd": OPTIONAL_NUMBER,
+    "latency_ms": NUMBER,
+    "tool_names": TEXTS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +293,7 @@ class BaselineEntry:
     def from_json(cls, obj: JSON) -> BaselineEntry:
         if not isinstance(obj, Mapping):
             raise BaselineError(f"a baseline entry must be an object, got {obj!r}")
+        check_types(obj, _ENTRY_FIELD_KINDS, "baseline entry", BaselineError)
         try:
             inp = ScoringInput(
                 episode_id=str(obj["episode_id"]),
@@ -565,6 +592,7 @@ class RollingBaselines:
     def from_json(cls, obj: JSON) -> RollingBaselines:
         if not isinstance(obj, Mapping):
             raise BaselineError("rolling baselines must be a JSON object")
+        check_types(obj, _ROLLING_FIELD_KINDS, "rolling baselines:", BaselineError)
         store = cls(
             obj.get("window", 20),
             max_keys=obj.get("max_keys", 10_000),
@@ -572,6 +600,9 @@ class RollingBaselines:
             key_attrs=obj.get("key_attrs", DEFAULT_KEY_ATTRS),
             source=obj.get("source"),
         )
-        for item in obj.get("keys", []):
+        keys = obj.get("keys", [])
+        if not isinstance(keys, list):
+            raise BaselineError(f"rolling baselines: `keys` must be a list, got {keys!r}")
+        for item in keys:
             store.restore(item)
         return store

@@ -17,7 +17,15 @@ import regex
 from assertions.bounded_regex import DEFAULT_TIMEOUT_S, BoundedRegex
 from assertions.errors import RegexTimeoutError
 from assertions.safety_gates import LOWERED, OUTPUT, SHAPE, GatePlan, Group
-from assertions.score_checks import SCORE_DECIMALS, ScoringConfigError
+from assertions.score_checks import (
+    NUMBER,
+    OPTIONAL_TEXT,
+    SCORE_DECIMALS,
+    TEXT,
+    TEXTS,
+    ScoringConfigError,
+    check_types,
+)
 from assertions.score_checks import check_number as _check_number
 from assertions.score_checks import reject_unknown as _reject_unknown
 
@@ -208,10 +216,13 @@ class Detector:
             "requires",
             "shape",
         }
+        if not isinstance(obj, Mapping):
+            raise ScoringConfigError(f"a detector must be an object, got {obj!r}")
         _reject_unknown(obj, allowed, "detector field(s)")
         missing = [k for k in ("name", "pattern", "penalty") if k not in obj]
         if missing:
             raise ScoringConfigError(f"detector {obj!r} misses {', '.join(missing)}")
+        check_types(obj, _DETECTOR_FIELD_KINDS, f"detector {obj['name']!r}", ScoringConfigError)
         fields = dict(obj)
         for name in ("requires", "shape"):
             if name in fields:
@@ -219,6 +230,17 @@ class Detector:
         return cls(**fields)
 
 
+_DETECTOR_FIELD_KINDS = {
+    "name": TEXT,
+    "pattern": TEXT,
+    "penalty": NUMBER,
+    "kind": TEXT,
+    "flags": TEXT,
+    "validator": OPTIONAL_TEXT,
+    "timeout_s": NUMBER,
+    "requires": TEXTS,
+    "shape": TEXTS,
+}
 _GITHUB_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
     # Secrets: one leaked credential alone takes safety below the 0.8 CRITICAL line.
@@ -345,8 +367,20 @@ class SafetyConfig:
         `detectors` (a list that replaces the defaults), `extra_detectors` (added to them)."""
         allowed = {"severity_penalties", "error_penalty", "detectors", "extra_detectors"}
         _reject_unknown(obj, allowed, "safety setting(s)")
+        check_types(obj, {"error_penalty": NUMBER}, "safety setting", ScoringConfigError)
+        given = obj.get("severity_penalties", {})
+        if not isinstance(given, Mapping):
+            raise ScoringConfigError(
+                f"safety setting `severity_penalties` must map severities to numbers, got {given!r}"
+            )
+        check_types(given, dict.fromkeys(given, NUMBER), "severity penalty", ScoringConfigError)
+        for key in ("detectors", "extra_detectors"):
+            if not isinstance(obj.get(key, ()), list | tuple):
+                raise ScoringConfigError(
+                    f"safety setting `{key}` must be a list of detectors, got {obj[key]!r}"
+                )
         penalties = dict(DEFAULT_SEVERITY_PENALTIES)
-        penalties.update({str(k).lower(): v for k, v in obj.get("severity_penalties", {}).items()})
+        penalties.update({str(k).lower(): v for k, v in given.items()})
         detectors = (
             tuple(Detector.from_mapping(d) for d in obj["detectors"])
             if "detectors" in obj

@@ -16,6 +16,10 @@ class ScoringConfigError(InputError):
 
 
 def reject_unknown(obj: Mapping[str, Any], allowed: Collection[str], what: str) -> None:
+    if not isinstance(obj, Mapping):
+        raise ScoringConfigError(
+            f"{what} must be a mapping of {', '.join(sorted(allowed))}, got {obj!r}"
+        )
     unknown = sorted(set(obj) - set(allowed))
     if unknown:
         raise ScoringConfigError(
@@ -32,3 +36,37 @@ def check_number(value: object, what: str, error: type[InputError]) -> float:
     if number < 0:
         raise error(f"{what} must be >= 0, got {value!r}")
     return number
+
+
+# Kinds of raw configuration values, checked before they reach a typed constructor: the
+# compiled modules (assertions.native) reject a value of the wrong type with a bare TypeError
+# that does not say which setting it was, so the boundaries that read files check first.
+NUMBER, OPTIONAL_NUMBER, INTEGER = "a number", "a number or null", "an integer"
+TEXT, OPTIONAL_TEXT, TEXTS = "a string", "a string or null", "a list of strings"
+
+
+def check_types(
+    obj: Mapping[str, Any], kinds: Mapping[str, str], what: str, error: type[InputError]
+) -> None:
+    """Each key of `kinds` present in `obj` must hold a value of that kind (NUMBER,
+    OPTIONAL_NUMBER, INTEGER, TEXT, OPTIONAL_TEXT, TEXTS); the error names `what`, the key
+    and the value."""
+    for key, kind in kinds.items():
+        if key in obj and not _is_kind(obj[key], kind):
+            raise error(f"{what} `{key}` must be {kind}, got {obj[key]!r}")
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    if kind == NUMBER:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == OPTIONAL_NUMBER:
+        return value is None or _is_kind(value, NUMBER)
+    if kind == INTEGER:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == TEXT:
+        return isinstance(value, str)
+    if kind == OPTIONAL_TEXT:
+        return value is None or isinstance(value, str)
+    if kind == TEXTS:
+        return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    raise ValueError(f"unknown kind {kind!r}")

@@ -49,7 +49,7 @@ from assertions.safety import (
     luhn_valid,
     safety_score,
 )
-from assertions.score_checks import SCORE_DECIMALS, ScoringConfigError
+from assertions.score_checks import NUMBER, SCORE_DECIMALS, ScoringConfigError, check_types
 from assertions.score_checks import check_number as _check_number
 from assertions.score_checks import reject_unknown as _reject_unknown
 from assertions.verdicts import Verdict
@@ -127,11 +127,10 @@ class ScoreWeights:
     safety: float = 0.1
     # Normalised weights per tuple of available dimensions (a handful), filled on demand.
     _normalised: dict[tuple[str, ...], tuple[Mapping[str, float], tuple[float, ...]]] = field(
-        init=False, repr=False, compare=False, hash=False
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_normalised", {})
         total = 0.0
         for name in DIMENSIONS:
             total += _check_number(
@@ -145,6 +144,7 @@ class ScoreWeights:
     @classmethod
     def from_mapping(cls, obj: Mapping[str, Any]) -> ScoreWeights:
         _reject_unknown(obj, set(DIMENSIONS), "score weight(s)")
+        check_types(obj, dict.fromkeys(DIMENSIONS, NUMBER), "score weight", ScoringConfigError)
         return cls(**dict(obj))
 
     def as_dict(self) -> dict[str, float]:
@@ -180,9 +180,9 @@ def _renormalise(weights: ScoreWeights, available: tuple[str, ...]) -> Mapping[s
 
 def correctness_score(
     verdicts: Sequence[Verdict],
-    weights: Sequence[float] | None = None,
     *,
-    outcome: str,
+    outcome: str,  # before the optional ones: mypyc's signature text needs that order
+    weights: Sequence[float] | None = None,
     baseline_outcome: str | None = None,
     step_count: float = 0,
     baseline_step_count: float | None = None,
@@ -493,49 +493,6 @@ class EpisodeScores:
         }
 
 
-class _ScoresUnderConstruction:
-    """EpisodeScores' exact slot layout without its frozen guard: score_episode fills one
-    with plain attribute stores and then makes it an EpisodeScores (`__class__` assignment,
-    allowed between classes of the same layout). A frozen record's fields can only be set
-    through `object.__setattr__`, a slot-wrapper call that costs ~0.1 µs per field; this
-    costs a tenth of that. The result is an ordinary EpisodeScores, frozen from then on.
-    """
-
-    __slots__ = EpisodeScores.__slots__  # the same names, in the same order
-
-    def build(  # noqa: PLR0917 - the record's fields, in order
-        self,
-        episode_id: str,
-        correctness: float | None,
-        cost: float | None,
-        tool_match: float | None,
-        latency: float | None,
-        safety: float,
-        overall: float | None,
-        cost_delta_pct: float | None,
-        latency_delta_pct: float | None,
-        weights: Mapping[str, float],
-        baseline: str | None,
-        safety_detail: SafetyResult,
-        notes: tuple[str, ...],
-    ) -> EpisodeScores:
-        self.episode_id = episode_id
-        self.correctness = correctness
-        self.cost = cost
-        self.tool_match = tool_match
-        self.latency = latency
-        self.safety = safety
-        self.overall = overall
-        self.cost_delta_pct = cost_delta_pct
-        self.latency_delta_pct = latency_delta_pct
-        self.weights = weights
-        self.baseline = baseline
-        self.safety_detail = safety_detail
-        self.notes = notes
-        self.__class__ = EpisodeScores  # type: ignore[assignment]  # same layout, see above
-        return self  # type: ignore[return-value]  # now an EpisodeScores
-
-
 @functools.cache
 def _default_config() -> ScoringConfig:
     return ScoringConfig()
@@ -579,7 +536,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
     else:
         correctness = correctness_score(
             inp.verdicts,
-            inp.assertion_weights,
+            weights=inp.assertion_weights,
             outcome=inp.outcome,
             baseline_outcome=baseline_outcome,
             step_count=inp.step_count,
@@ -663,7 +620,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
             overall = min(1.0, round(weighted, SCORE_DECIMALS))
         else:
             notes.append("the available dimensions all weigh 0: overall not scored")
-    return _ScoresUnderConstruction().build(
+    return EpisodeScores(
         inp.episode_id,
         correctness,
         cost,

@@ -76,7 +76,11 @@ class ScoringSettings:
                 f"unknown scoring setting(s) {', '.join(sorted(unknown))}; valid: weights, "
                 "safety, alerts, regression, baselines, sinks"
             )
-        baselines = dict(obj.get("baselines") or {})
+        baselines = obj.get("baselines") or {}
+        if not isinstance(baselines, Mapping):
+            raise ScoringSettingsError(
+                f"baselines must be a mapping of mode, file, window, key_attrs; got {baselines!r}"
+            )
         extra = set(baselines) - {"mode", "file", "window", "key_attrs"}
         if extra:
             raise ScoringSettingsError(

@@ -378,12 +378,26 @@ def test_rolling_whole_store_round_trip() -> None:
         ({"max_keys": 0}, "max_keys"),
         ({"window": 3, "min_episodes": 4}, "min_episodes"),
         ({"key_attrs": ("a", "a")}, "repeat"),
-        ({"window": "20"}, "`window` must be an integer"),
     ],
 )
 def test_rolling_settings_are_validated(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(BaselineError, match=match):
         RollingBaselines(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"window": "20"}, "`window` must be an integer, got '20'"),
+        ({"max_keys": 1.5}, "`max_keys` must be an integer"),
+        ({"min_episodes": True}, "`min_episodes` must be an integer"),
+        ({"key_attrs": "agent_id"}, "`key_attrs` must be a list of strings"),
+        ({"source": 3}, "`source` must be a string or null"),
+    ],
+)
+def test_rolling_settings_of_the_wrong_type_are_named(fields: dict[str, Any], match: str) -> None:
+    with pytest.raises(BaselineError, match=match):
+        RollingBaselines.from_json({"window": 3, **fields})
 
 
 @pytest.mark.parametrize(
