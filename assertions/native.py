@@ -49,6 +49,7 @@ COMPILED: tuple[str, ...] = (
     "assertions.scoring",
     "assertions.signals",
     "assertions.verdicts",
+    "stream.partition_feed",
     "stream.pipeline",
 )
 GROUP = "assertions._native"  # mypyc's shared library: assertions/_native__mypyc.*.so

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
@@ -54,16 +53,35 @@ class Sink(Protocol):
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None: ...
 
 
-@dataclass(slots=True)  # not frozen: made per message, and a frozen __init__ costs ~1 µs more
 class Envelope:
-    """One raw input message and where it came from (for dead letters and offsets)."""
+    """One raw input message and where it came from (for dead letters and offsets).
 
-    topic: str
-    value: bytes
-    key: bytes | None = None
-    partition: int | None = None
-    offset: int | None = None
-    timestamp_ms: int | None = None
+    A plain class, not a dataclass: made per message, and a (compiled) dataclass keeps the
+    interpreted `__init__` that dataclasses generates."""
+
+    __slots__ = ("key", "offset", "partition", "timestamp_ms", "topic", "value")
+
+    def __init__(  # noqa: PLR0917 - positional on the hot path, as the worker builds them
+        self,
+        topic: str,
+        value: bytes,
+        key: bytes | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> None:
+        self.topic = topic
+        self.value = value
+        self.key = key
+        self.partition = partition
+        self.offset = offset
+        self.timestamp_ms = timestamp_ms
+
+    def __repr__(self) -> str:
+        return (
+            f"Envelope(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, "
+            f"key={self.key!r}, {len(self.value)} bytes)"
+        )
 
 
 class MemorySink:

@@ -25,6 +25,7 @@ log = logging.getLogger("evalstream.worker")
 Records = Mapping[int, list[Any]]  # partition -> aiokafka ConsumerRecords, in offset order
 BATCH_RECORDS = 500  # a batch runs without yielding to the loop: ~10 ms at 20 µs a signal
 FETCH_WAIT_MS = 100
+PARTITION_FETCH_BYTES = 8 * 1_048_576
 
 
 class SignalsConsumer:
@@ -61,7 +62,10 @@ class SignalsConsumer:
             auto_offset_reset="earliest",  # a group without commits starts at the beginning
             session_timeout_ms=session_timeout_ms,  # a killed member is evicted after 10 s
             heartbeat_interval_ms=1_000,
-            max_partition_fetch_bytes=max(max_fetch_bytes * 2, 1_048_576),
+            # aiokafka sends no fetch to a broker while any of its partitions still has
+            # buffered records, so the worker waits one fetch round trip per buffer it drains:
+            # large fetches make those waits rare (8 MiB: ~20k signals a partition).
+            max_partition_fetch_bytes=max(max_fetch_bytes * 2, PARTITION_FETCH_BYTES),
             isolation_level="read_committed",
         )
 

@@ -35,7 +35,6 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,6 +58,12 @@ from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
+from stream.partition_feed import (
+    CONTROL_NAME,
+    CONTROL_PREFIX,
+    PartitionState,
+    feed_records,
+)
 from stream.pipeline import (
     ALERTS,
     BASELINES,
@@ -77,31 +82,6 @@ from stream.signals_consumer import Records, SignalsConsumer
 
 JSON = Any
 log = logging.getLogger("evalstream.worker")
-
-CONTROL_NAME = "evalstream:close"  # reserved signal name of a control record
-CONTROL_PREFIX = b'{"name":"' + CONTROL_NAME.encode()  # how a control record's bytes start
-Marker = dict[str, Any]  # {"offset": close offset, "closed_at": epoch s, "partition": p}
-
-
-@dataclass
-class PartitionState:
-    partition: int
-    pipeline: Pipeline
-    next_offset: int
-    first_offset: dict[str, int] = field(default_factory=dict)  # insertion = offset order
-    stream_time_ms: float = 0.0
-    pending: list[asyncio.Future[Any]] = field(default_factory=list)  # unacknowledged outputs
-    last_committed: int | None = None
-    close_requested: set[str] = field(default_factory=set)
-    current_offset: int = -1
-    gap_checked: int | None = None  # the expected offset a hole was last re-read from
-    markers: dict[str, Marker] = field(default_factory=dict)  # closed episodes by id
-    unsent_markers: list[tuple[str, Marker]] = field(default_factory=list)
-
-    def resume_offset(self) -> int:
-        for offset in self.first_offset.values():
-            return offset  # the oldest open episode
-        return self.next_offset
 
 
 class PartitionSink:
@@ -375,59 +355,23 @@ class Worker:
             if state is None:
                 continue  # revoked meanwhile
             pipeline = state.pipeline
-            open_episodes = pipeline.assembler.open
             started = time.perf_counter()
             consumed = 0  # counted once per batch, not per signal
             try:
-                for record in records:
-                    offset = record.offset
-                    if offset < state.next_offset:
-                        continue  # a re-delivery of what this assignment already processed
-                    if offset > state.next_offset and state.gap_checked != state.next_offset:
-                        # Never process past a hole: read again from the expected offset. If
-                        # the same record comes first again, the hole holds no records
-                        # (transaction markers take offsets too) and processing goes on.
-                        log.warning(
-                            "partition %s: expected offset %s, got %s; reading again",
-                            partition,
-                            state.next_offset,
-                            offset,
-                        )
-                        state.gap_checked = state.next_offset
-                        assert self.consumer is not None
-                        self.consumer.seek(partition, state.next_offset)
-                        break
-                    state.next_offset = offset + 1
-                    state.current_offset = offset
-                    now_ms = float(record.timestamp) if record.timestamp else time.time() * 1000.0
-                    state.stream_time_ms = max(state.stream_time_ms, now_ms)
-                    key = record.key
-                    value = record.value if record.value is not None else b""
-                    env = Envelope(signals_topic, value, key, partition, offset, int(now_ms))
-                    episode_id = key.decode("utf-8", "replace") if key is not None else None
-                    if (
-                        episode_id is None
-                        # Only a control record or a signal of a closed episode needs the
-                        # slow path; the check is inlined so that most records skip the await.
-                        or not (episode_id in state.markers or value.startswith(CONTROL_PREFIX))
-                        or not await self._control_or_closed(state, env, episode_id)
-                    ):
-                        consumed += 1
-                        # `Pipeline.handle`, awaiting only where the record left output.
-                        if pipeline.ingest(env, now_ms):
-                            await pipeline.flush()
-                        if episode_id in open_episodes and episode_id not in state.first_offset:
-                            assert episode_id is not None
-                            state.first_offset[episode_id] = offset
-                    if state.unsent_markers:
-                        await self._send_markers(state)
+                consumed = await feed_records(state, records, signals_topic, self)
             finally:
                 pipeline.count_consumed(signals_topic, consumed)
             # This partition's outputs leave now; their acks gate its next commit.
             state.pending.extend(await self.output.flush())
             self.metrics.evaluation_latency.observe(time.perf_counter() - started)
 
-    async def _send_markers(self, state: PartitionState) -> None:
+    # --- PartitionHooks: what feed_records leaves to the worker --------------------------
+
+    def seek(self, partition: int, offset: int) -> None:
+        assert self.consumer is not None
+        self.consumer.seek(partition, offset)
+
+    async def send_markers(self, state: PartitionState) -> None:
         topic = self.settings.topic("closed")
         for episode_id, marker in state.unsent_markers:
             future = await self.output.append(
@@ -437,7 +381,7 @@ class Worker:
                 state.pending.append(future)
         state.unsent_markers = []
 
-    async def _control_or_closed(
+    async def control_or_closed(
         self, state: PartitionState, env: Envelope, episode_id: str
     ) -> bool:
         """Handles control records and signals of closed episodes; True when consumed."""

@@ -1,0 +1,135 @@
+"""One assigned partition of the signals topic: its state and the per-record loop.
+
+Kept apart from `stream.worker` (faust, timers, commits) so that it is compiled with the
+pipeline (assertions.native): this loop runs once per consumed signal. What a record needs
+beyond the pipeline — a control record, a signal of a closed episode, markers to publish,
+a hole in the offsets — is delegated to the worker through `PartitionHooks`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Protocol
+
+from stream.pipeline import Envelope, Pipeline
+
+log = logging.getLogger("evalstream.worker")
+
+CONTROL_NAME = "evalstream:close"  # reserved signal name of a control record
+CONTROL_PREFIX = b'{"name":"' + CONTROL_NAME.encode()  # how a control record's bytes start
+Marker = dict[str, Any]  # {"offset": close offset, "closed_at": epoch s, "partition": p}
+
+
+class PartitionState:
+    """What the worker keeps per assigned partition (see `stream.worker` for the protocol
+    of offsets, markers and commits)."""
+
+    __slots__ = (
+        "close_requested",
+        "current_offset",
+        "first_offset",
+        "gap_checked",
+        "last_committed",
+        "markers",
+        "next_offset",
+        "partition",
+        "pending",
+        "pipeline",
+        "stream_time_ms",
+        "unsent_markers",
+    )
+
+    def __init__(self, partition: int, pipeline: Pipeline, next_offset: int) -> None:
+        self.partition = partition
+        self.pipeline = pipeline
+        self.next_offset = next_offset
+        # Open episodes' first offsets, inserted in offset order: the resume point.
+        self.first_offset: dict[str, int] = {}
+        self.stream_time_ms = 0.0
+        self.pending: list[asyncio.Future[Any]] = []  # unacknowledged outputs
+        self.last_committed: int | None = None
+        self.close_requested: set[str] = set()
+        self.current_offset = -1
+        self.gap_checked: int | None = None  # the expected offset a hole was last re-read from
+        self.markers: dict[str, Marker] = {}  # closed episodes by id
+        self.unsent_markers: list[tuple[str, Marker]] = []
+
+    def resume_offset(self) -> int:
+        for offset in self.first_offset.values():
+            return offset  # the oldest open episode
+        return self.next_offset
+
+
+class PartitionHooks(Protocol):
+    """The worker's side of the loop."""
+
+    async def control_or_closed(
+        self, state: PartitionState, env: Envelope, episode_id: str
+    ) -> bool:
+        """Handles a control record or a signal of a closed episode; True when consumed."""
+        ...
+
+    async def send_markers(self, state: PartitionState) -> None: ...
+
+    def seek(self, partition: int, offset: int) -> None: ...
+
+
+async def feed_records(
+    state: PartitionState, records: list[Any], topic: str, hooks: PartitionHooks
+) -> int:
+    """Feeds a fetched batch of one partition (aiokafka ConsumerRecords, in offset order) to
+    its pipeline; returns how many records the pipeline consumed."""
+    pipeline = state.pipeline
+    open_episodes = pipeline.assembler.open
+    markers = state.markers
+    first_offset = state.first_offset
+    consumed = 0
+    for record in records:
+        offset: int = record.offset
+        if offset < state.next_offset:
+            continue  # a re-delivery of what this assignment already processed
+        if offset > state.next_offset and state.gap_checked != state.next_offset:
+            # Never process past a hole: read again from the expected offset. If the same
+            # record comes first again, the hole holds no records (transaction markers take
+            # offsets too) and processing goes on.
+            log.warning(
+                "partition %s: expected offset %s, got %s; reading again",
+                state.partition,
+                state.next_offset,
+                offset,
+            )
+            state.gap_checked = state.next_offset
+            hooks.seek(state.partition, state.next_offset)
+            break
+        state.next_offset = offset + 1
+        state.current_offset = offset
+        timestamp = record.timestamp
+        now_ms = float(timestamp) if timestamp else time.time() * 1000.0
+        state.stream_time_ms = max(state.stream_time_ms, now_ms)
+        key: bytes | None = record.key
+        value: bytes | None = record.value
+        if value is None:
+            value = b""
+        env = Envelope(topic, value, key, state.partition, offset, int(now_ms))
+        episode_id = None if key is None else key.decode("utf-8", "replace")
+        if (
+            episode_id is None
+            # Only a control record or a signal of a closed episode needs the slow path.
+            or not (episode_id in markers or value.startswith(CONTROL_PREFIX))
+            or not await hooks.control_or_closed(state, env, episode_id)
+        ):
+            consumed += 1
+            # `Pipeline.handle`, awaiting only where the record left output.
+            if pipeline.ingest(env, now_ms):
+                await pipeline.flush()
+            if (
+                episode_id is not None
+                and episode_id not in first_offset
+                and episode_id in open_episodes
+            ):
+                first_offset[episode_id] = offset
+        if state.unsent_markers:
+            await hooks.send_markers(state)
+    return consumed
