@@ -49,6 +49,8 @@ COMPILED: tuple[str, ...] = (
     "assertions.scoring",
     "assertions.signals",
     "assertions.verdicts",
+    "connectors.batched_output",
+    "connectors.kafka_partitions",
     "stream.partition_feed",
     "stream.pipeline",
 )

@@ -11,9 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stream.pipeline import Envelope, Pipeline
+import orjson
+
+from connectors.batched_output import BatchedOutput
+from stream.pipeline import ALERTS, Envelope, Pipeline
 
 log = logging.getLogger("evalstream.worker")
 
@@ -60,6 +64,44 @@ class PartitionState:
         for offset in self.first_offset.values():
             return offset  # the oldest open episode
         return self.next_offset
+
+
+class AlertOffer(Protocol):
+    def offer(self, alert: Mapping[str, Any]) -> int: ...
+
+
+class SinkOwner(Protocol):
+    """Where a partition's outputs go (the worker: its producer is made after start-up)."""
+
+    @property
+    def output(self) -> BatchedOutput: ...
+
+    @property
+    def out_names(self) -> dict[str, str]: ...
+
+    @property
+    def alert_sinks(self) -> AlertOffer | None: ...
+
+
+class PartitionSink:
+    """Publishes a partition's outputs into the worker's batches; their delivery futures
+    gate the partition's next commit (`PartitionState.pending`)."""
+
+    def __init__(self, owner: SinkOwner) -> None:
+        self.owner = owner
+        self.state: PartitionState | None = None  # set once the state exists
+
+    async def publish(self, stream: str, key: str, record: dict[str, Any]) -> None:
+        owner = self.owner
+        future = await owner.output.append(
+            owner.out_names[stream], key.encode(), orjson.dumps(record)
+        )
+        if future is not None and self.state is not None:
+            self.state.pending.append(future)
+        if stream == ALERTS:
+            sinks = owner.alert_sinks
+            if sinks is not None:
+                sinks.offer(record)
 
 
 class PartitionHooks(Protocol):

@@ -61,6 +61,7 @@ from stream.metrics import PipelineMetrics
 from stream.partition_feed import (
     CONTROL_NAME,
     CONTROL_PREFIX,
+    PartitionSink,
     PartitionState,
     feed_records,
 )
@@ -82,24 +83,6 @@ from stream.signals_consumer import Records, SignalsConsumer
 
 JSON = Any
 log = logging.getLogger("evalstream.worker")
-
-
-class PartitionSink:
-    """Publishes a partition's outputs; their delivery futures gate the next commit."""
-
-    def __init__(self, worker: Worker, state_ref: list[PartitionState]) -> None:
-        self.worker = worker
-        self.state_ref = state_ref
-
-    async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
-        worker = self.worker
-        future = await worker.output.append(
-            worker.out_names[stream], key.encode(), orjson.dumps(record)
-        )
-        if future is not None and self.state_ref:
-            self.state_ref[0].pending.append(future)
-        if stream == ALERTS and worker.alert_sinks is not None:
-            worker.alert_sinks.offer(record)
 
 
 class AwaitedSink:
@@ -202,8 +185,7 @@ class Worker:
     # --- per-partition state -----------------------------------------------------------
 
     def _new_state(self, partition: int, start: int) -> PartitionState:
-        ref: list[PartitionState] = []
-        sink = PartitionSink(self, ref)
+        sink = PartitionSink(self)
         pipeline = Pipeline(
             self.suites,
             sink,
@@ -220,7 +202,7 @@ class Worker:
             time_each_message=False,  # observed per fetched batch, in _evaluate_batch
         )
         state = PartitionState(partition, pipeline, next_offset=start)
-        ref.append(state)
+        sink.state = state
         pipeline.on_result = lambda result: self._closed(state, result)
         return state
 

@@ -25,7 +25,12 @@ async def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         )
         errors = {entry[0]: entry[1] for entry in response.topic_errors}
         assert errors == {topic: 0}, response
-        (described,) = await admin.describe_topics([topic])
+        # A new topic's partitions reach the metadata a moment after the create returns.
+        for _ in range(50):
+            (described,) = await admin.describe_topics([topic])
+            if described["partitions"]:
+                break
+            await asyncio.sleep(0.1)
         assert len(described["partitions"]) == partitions
     finally:
         await admin.close()
