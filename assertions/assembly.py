@@ -73,6 +73,7 @@ class OpenEpisode:
         "last_seen",
         "opened_at",
         "reorder",
+        "seq",
         "signals",
         "truncate",
     )
@@ -83,7 +84,9 @@ class OpenEpisode:
         evaluation: EpisodeEvaluation,
         attrs: dict[str, JSON],
         now: float,
+        seq: int = 0,
     ) -> None:
+        self.seq = seq  # open order, which `due` lists episodes in
         self.episode_id = episode_id
         self.evaluation = evaluation
         self.attrs = attrs
@@ -137,6 +140,10 @@ class EarlyVerdict:
 PlanSelector = Callable[[str, dict[str, JSON]], Plan]
 
 
+def _open_order(ep: OpenEpisode) -> int:
+    return ep.seq
+
+
 class EpisodeAssembler:
     def __init__(
         self,
@@ -163,6 +170,13 @@ class EpisodeAssembler:
         # Read for every signal: kept here, not behind `self.rules.`.
         self._dedupe_window = self.rules.dedupe_window
         self._max_signals = self.rules.max_signals
+        self._inactivity_ms = self.rules.inactivity_ms
+        # `due` without a scan of every open episode: the ones waiting out their grace
+        # period, and a time before which no open episode can be inactive or over its
+        # maximum duration (lowered whenever an episode's clock could make it earlier).
+        self.ending: dict[str, OpenEpisode] = {}
+        self._scan_at = float("-inf")
+        self._opened = itertools.count()
 
     def is_end(self, name: str) -> bool:
         found = self._end_cache.get(name)
@@ -192,6 +206,9 @@ class EpisodeAssembler:
             recent.discard(ring.popleft())
         ring.append(key)
         recent.add(key)
+        if now < ep.last_seen:  # a clock that went back: the episode may time out sooner
+            ep.last_seen = now
+            self._scan_at = min(self._scan_at, self._scan_deadline(ep))
         ep.last_seen = now
         ep.signals += 1
         if sig.attrs:
@@ -213,7 +230,8 @@ class EpisodeAssembler:
         plan = self.select_plan(sig.episode_id, attrs)
         model = attrs.get("model")
         facts = EpisodeFacts(self.pricing, model if isinstance(model, str) else None)
-        ep = OpenEpisode(sig.episode_id, plan.start(facts), attrs, now)
+        ep = OpenEpisode(sig.episode_id, plan.start(facts), attrs, now, next(self._opened))
+        self._scan_at = min(self._scan_at, self._scan_deadline(ep))
         if self.rules.reorder_ms > 0:
             ep.reorder = []
         self.open[sig.episode_id] = ep
@@ -230,6 +248,7 @@ class EpisodeAssembler:
                 end = self.is_end(sig.name)
             if end:
                 ep.end_deadline = now + self.rules.grace_ms
+                self.ending[ep.episode_id] = ep
 
     def _release(self, ep: OpenEpisode, now: float, *, final: bool) -> None:
         buf = ep.reorder
@@ -242,11 +261,21 @@ class EpisodeAssembler:
             self._evaluate(ep, sig, now)
 
     def due(self, now: float) -> list[tuple[OpenEpisode, CloseReason]]:
-        """What should close by `now`: ended past grace, inactive, or over the maximum
-        duration. Nothing is closed: a caller that must log its decisions first (the Kafka
-        worker writes a control record) closes them later with `close`."""
+        """What should close by `now`, in the order the episodes opened: ended past grace,
+        inactive, or over the maximum duration. Nothing is closed: a caller that must log
+        its decisions first (the Kafka worker writes a control record) closes them later
+        with `close`.
+
+        Cheap enough to call often (the worker sweeps every 100 ms): before the earliest
+        time an open episode can time out or be truncated, only the episodes waiting out
+        their grace period are looked at, not every open one."""
+        if now < self._scan_at:
+            ended = [ep for ep in self.ending.values() if now >= ep.end_deadline]  # type: ignore[operator]
+            ended.sort(key=_open_order)
+            return [(ep, CloseReason.ENDED) for ep in ended]
         rules = self.rules
         due: list[tuple[OpenEpisode, CloseReason]] = []
+        scan_at = float("inf")
         for ep in self.open.values():
             if ep.end_deadline is not None and now >= ep.end_deadline:
                 due.append((ep, CloseReason.ENDED))
@@ -254,7 +283,19 @@ class EpisodeAssembler:
                 due.append((ep, CloseReason.TIMED_OUT))
             elif rules.max_duration_ms is not None and now - ep.opened_at >= rules.max_duration_ms:
                 due.append((ep, CloseReason.TRUNCATED))
+            scan_at = min(scan_at, self._scan_deadline(ep))
+        self._scan_at = scan_at
         return due
+
+    def _scan_deadline(self, ep: OpenEpisode) -> float:
+        """A time before which `ep` can neither time out nor be truncated: its deadlines, a
+        few units in the last place early, so that the scan's own comparisons (`now - last
+        >= limit`, rounded differently) can never find it due sooner."""
+        deadline = ep.last_seen + self._inactivity_ms
+        max_duration = self.rules.max_duration_ms
+        if max_duration is not None:
+            deadline = min(deadline, ep.opened_at + max_duration)
+        return deadline - max(1e-3, abs(deadline) * 1e-15)
 
     def sweep(self, now: float) -> None:
         """Close what is due by `now`."""
@@ -279,6 +320,7 @@ class EpisodeAssembler:
         if ep.reorder:
             self._release(ep, ep.last_seen, final=True)
         del self.open[ep.episode_id]
+        self.ending.pop(ep.episode_id, None)
         self.closed_ids[ep.episode_id] = None
         if len(self.closed_ids) > self.closed_memory:
             del self.closed_ids[next(iter(self.closed_ids))]

@@ -51,6 +51,7 @@ COMPILED: tuple[str, ...] = (
     "assertions.verdicts",
     "connectors.batched_output",
     "connectors.kafka_partitions",
+    "stream.fast_metrics",
     "stream.partition_feed",
     "stream.pipeline",
 )

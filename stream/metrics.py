@@ -9,6 +9,8 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.process_collector import ProcessCollector
 
+from stream.fast_metrics import LabelledCounter, LabelledHistogram
+
 LEAD_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 DELTA_BUCKETS = (-50, -20, -10, 0, 10, 20, 30, 40, 60, 100, 200)
@@ -41,24 +43,25 @@ class PipelineMetrics:
         self.open_episodes = Gauge(
             "evalstream_open_episodes", "Episodes currently open.", registry=r
         )
-        self.episodes = Counter(
+        # Updated per closed episode, many times each: lock-free families (fast_metrics).
+        self.episodes = LabelledCounter(
             "evalstream_episodes_closed",
             "Closed episodes by close reason and outcome.",
             ["reason", "outcome"],
-            registry=r,
+            r,
         )
-        self.verdicts = Counter(
+        self.verdicts = LabelledCounter(
             "evalstream_verdicts",
             "Assertion verdicts by suite, type and verdict; early=true when decided before close.",
             ["suite", "type", "verdict", "early"],
-            registry=r,
+            r,
         )
-        self.lead_time = Histogram(
+        self.lead_time = LabelledHistogram(
             "evalstream_early_verdict_lead_seconds",
             "How long before its episode's last signal (event time) an early verdict was decided.",
             ["type"],
-            buckets=LEAD_BUCKETS,
-            registry=r,
+            LEAD_BUCKETS,
+            r,
         )
         self.evaluation_latency = Histogram(
             "evalstream_evaluation_latency_seconds",
@@ -82,26 +85,26 @@ class PipelineMetrics:
         # one cap per registry (not per pipeline), so a flood of agent ids cannot blow up the
         # series count.
         self.agent_labels = BoundedLabels()
-        self.scores = Histogram(
+        self.scores = LabelledHistogram(
             "evalstream_episode_score",
             "Scores of closed episodes per dimension (correctness, cost, tool_match, latency, "
             "safety, overall), in [0, 1].",
             ["dimension", "agent", "variant"],
-            buckets=SCORE_BUCKETS,
-            registry=r,
+            SCORE_BUCKETS,
+            r,
         )
-        self.baseline_delta = Histogram(
+        self.baseline_delta = LabelledHistogram(
             "evalstream_baseline_delta_percent",
             "Signed change against the baseline, in percent (dimension = cost or latency).",
             ["dimension", "agent", "variant"],
-            buckets=DELTA_BUCKETS,
-            registry=r,
+            DELTA_BUCKETS,
+            r,
         )
-        self.episode_alerts = Counter(
+        self.episode_alerts = LabelledCounter(
             "evalstream_episode_alerts",
             "Per-episode alert rules that fired, by severity and dimension.",
             ["severity", "dimension"],
-            registry=r,
+            r,
         )
         self.alerts_firing = Gauge(
             "evalstream_regression_alerts_firing",

@@ -146,7 +146,7 @@ class Pipeline:
         if scoring is not None:
             for severity in Severity:
                 for dimension in ALERT_DIMENSIONS:
-                    self.metrics.episode_alerts.labels(severity.value, dimension)
+                    self.metrics.episode_alerts.touch((severity.value, dimension))
         self.regression = regression
         self.on_scored = on_scored
         self.time_each_message = time_each_message
@@ -404,6 +404,7 @@ class Pipeline:
 
     async def _emit_closed(self, closed: list[ClosedEpisode]) -> None:
         await resolve_judgements(closed, self.judge)
+        lead_time, verdicts = self.metrics.lead_time, self.metrics.verdicts
         for c in closed:
             result = c.result()
             ended = result.ended_ts
@@ -413,23 +414,24 @@ class Pipeline:
                     record = verdict_record(result.episode_id, outcome, result.attrs, early=False)
                     await self.sink.publish(VERDICTS, result.episode_id, record)
                 elif ended is not None and outcome.decided_ts is not None:
-                    self._child(self.metrics.lead_time, outcome.type).observe(
-                        max(0.0, (ended - outcome.decided_ts) / 1000.0)
+                    lead_time.observe(
+                        (outcome.type,), max(0.0, (ended - outcome.decided_ts) / 1000.0)
                     )
-                self._child(
-                    self.metrics.verdicts,
-                    outcome.suite,
-                    outcome.type,
-                    outcome.verdict._value_,
-                    "true" if early else "false",
-                ).inc()
+                verdicts.inc(
+                    (
+                        outcome.suite,
+                        outcome.type,
+                        outcome.verdict.value,
+                        "true" if early else "false",
+                    )
+                )
             record = episode_record(result)
             if self.scoring is not None:
                 scored = self.scoring.score(result, c.evaluation.facts.tool_names())
                 record.update(scored.record_fields())
                 await self._emit_scored(result, scored)
             await self.sink.publish(EPISODES, result.episode_id, record)
-            self._child(self.metrics.episodes, result.close_reason, result.status).inc()
+            self.metrics.episodes.inc((result.close_reason, result.status))
             if self.on_result is not None:
                 self.on_result(result)
 
@@ -440,15 +442,15 @@ class Pipeline:
         values = {**scored.scores.dimensions(), "overall": scored.scores.overall}
         for name, value in values.items():
             if value is not None:
-                self.metrics.scores.labels(name, agent, variant).observe(value)
+                self.metrics.scores.observe((name, agent, variant), value)
         for name, delta in (
             ("cost", scored.scores.cost_delta_pct),
             ("latency", scored.scores.latency_delta_pct),
         ):
             if delta is not None:
-                self.metrics.baseline_delta.labels(name, agent, variant).observe(delta)
+                self.metrics.baseline_delta.observe((name, agent, variant), delta)
         for alert in scored.alerts:
-            self.metrics.episode_alerts.labels(alert.severity.value, alert.dimension).inc()
+            self.metrics.episode_alerts.inc((alert.severity.value, alert.dimension))
             await self.sink.publish(ALERTS, result.episode_id, episode_alert_record(alert, obs))
         if self.on_scored is not None:
             await self.on_scored(scored)

@@ -55,8 +55,11 @@ class WorkerSettings(BaseModel):
     max_duration_ms: float | None = Field(6 * 3_600_000.0, gt=0)
     max_signals: int | None = Field(1_000_000, ge=1)
     reorder_ms: float = Field(0.0, ge=0)
+    # Often: a sweep looks only at episodes in their grace period until one can time out
+    # (EpisodeAssembler.due), and closes decided together arrive together, in a burst that
+    # every signal behind them waits for.
     sweep_interval_s: float = Field(
-        1.0, gt=0, description="How often each worker sweeps its episodes."
+        0.1, gt=0, description="How often each worker sweeps its episodes."
     )
     max_message_bytes: int = Field(1_048_576, ge=1024)
     recovery_timeout_s: float = Field(
