@@ -2,7 +2,7 @@
 """Benchmark of the Kafka worker through a real broker (issue 3, item 8).
 
     .venv/bin/python bench/kafka_bench.py [--bootstrap HOST:PORT] [--episodes 3000]
-        [--open 10000,100000] [--latency-seconds 20] [--quick]
+        [--open 10000,100000] [--latency-seconds 20] [--quick] [--pin]
 
 Without `--bootstrap` it starts the project's own single-node KRaft broker (stream.dev_kafka).
 Every run uses fresh topics (a random prefix) and prints a Markdown report:
@@ -11,8 +11,9 @@ Every run uses fresh topics (a random prefix) and prints a Markdown report:
      a planner -> coder -> tester -> reviewer chain) published as fast as aiokafka can;
   b. ceiling: a bare aiokafka consumer that only reads and decodes the same topic;
   c. worker: one `evalstream worker` process with the 20-assertion suite (bench/suite.yaml)
-     consuming the same topic from the start: signals/s from its first to its last consumed
-     signal (read from its /metrics), and until every episode record was published;
+     consuming the same topic from the start: its steady signals/s (its consumed-signals
+     counter, read from its /metrics 4 times a second, between the first reading past 0 and
+     the last one short of the total), and until every episode record was published;
   d. latency: at half the worker's measured rate, fresh interleaved episodes are produced at
      a steady pace (one batch per partition every 10 ms, as the gateway publishes); for every
      early verdict on `verdicts`, the wall time from producing the deciding signal to
@@ -20,6 +21,11 @@ Every run uses fresh topics (a random prefix) and prints a Markdown report:
      worker appended it);
   e. memory: the worker's resident set with 0, 10k and 100k open episodes (10 signals each,
      no end signal), from its `process_resident_memory_bytes`.
+
+`--pin` gives the worker the last CPU to itself (as a deployment gives it cores of its own)
+and the broker and this process the others; the bare consumer then runs on the worker's CPU
+too, so that the ratio compares the two on the same CPU. Without it the scheduler places
+everything on the machine's CPUs.
 """
 
 from __future__ import annotations
@@ -113,6 +119,23 @@ def interleaved(episodes: Sequence[list[Record]]) -> Iterator[Record]:
         for records in episodes:
             if i < len(records):
                 yield records[i]
+
+
+def cpu_sets(pin: bool) -> tuple[set[int], set[int]] | None:
+    """(the worker's CPU, everyone else's) with --pin: the last CPU for the worker alone, as
+    a deployed worker has its own cores; None without --pin (the scheduler decides)."""
+    if not pin:
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs at least 2 CPUs")
+    return {cpus[-1]}, set(cpus[:-1])
+
+
+def pin_process(pid: int, cpus: set[int]) -> None:
+    """Every thread of `pid` onto `cpus` (a thread started later inherits its creator's)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), cpus)
 
 
 def free_port() -> int:
@@ -285,10 +308,13 @@ def start_worker(bootstrap: str, prefix: str, workdir: Path) -> WorkerProcess:
 
 async def latency_run(
     bootstrap: str, prefix: str, rate: float, seconds: float, concurrent: int
-) -> list[tuple[float, float]]:
+) -> tuple[list[tuple[float, float]], float]:
     """Produces fresh episodes at `rate` signals/s; returns, per early verdict, the seconds
     from producing its deciding signal to the worker appending the verdict (the verdict
-    record's timestamp) and to receiving it. Wall clock: both ends are on this machine."""
+    record's timestamp) and to receiving it, and how far behind its schedule the load
+    generator fell at worst (seconds: when it cannot keep the rate, it catches up in bursts
+    above the rate, and the latency measured then is not the latency at that rate). Wall
+    clock: both ends are on this machine."""
     topic = f"{prefix}signals"
     sent_at: dict[tuple[str, str], float] = {}
     latencies: list[tuple[float, float]] = []
@@ -330,24 +356,13 @@ async def latency_run(
         for key, value in (steady(episodes, concurrent) if concurrent else interleaved(episodes))
         for obj in (orjson.loads(value),)
     ]
-    tick = 0.01
-    per_tick = max(1, int(rate * tick))
     # The load generator must not pause on its own: a full collection over these records and
     # ids took 60-120 ms here, and stalled the verdict reader with the pacing loop.
     gc.collect()
     gc.freeze()
     gc.disable()
-    start = time.perf_counter()
     try:
-        for i in range(0, len(records), per_tick):
-            target = start + (i / per_tick) * tick
-            # Yields every tick, even when late: the verdict reader shares this loop.
-            await asyncio.sleep(max(0.0, target - time.perf_counter()))
-            now = time.time()
-            for key, value, ids in records[i : i + per_tick]:
-                sent_at[ids] = now
-                await output.append(topic, key, value)
-            await output.flush()
+        behind = await paced(records, rate, output, topic, sent_at)
         await producer.flush()
         await asyncio.sleep(5)  # let the last verdicts arrive
     finally:
@@ -357,7 +372,34 @@ async def latency_run(
         await reader
         await producer.stop()
         await consumer.stop()
-    return latencies
+    return latencies, behind
+
+
+async def paced(
+    records: Sequence[tuple[bytes, bytes, tuple[str, str]]],
+    rate: float,
+    output: BatchedOutput,
+    topic: str,
+    sent_at: dict[tuple[str, str], float],
+) -> float:
+    """Appends `records` at `rate` a second, a batch every 10 ms; returns how far behind its
+    schedule it fell at worst, in seconds."""
+    tick = 0.01
+    per_tick = max(1, int(rate * tick))
+    behind = 0.0
+    start = time.perf_counter()
+    for i in range(0, len(records), per_tick):
+        target = start + (i / per_tick) * tick
+        late = time.perf_counter() - target
+        behind = max(behind, late)
+        # Yields every tick, even when late: the verdict reader shares this loop.
+        await asyncio.sleep(max(0.0, -late))
+        now = time.time()
+        for key, value, ids in records[i : i + per_tick]:
+            sent_at[ids] = now
+            await output.append(topic, key, value)
+        await output.flush()
+    return behind
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -396,7 +438,9 @@ class Figures:
     worker_rate: float = 0.0
     worker_rate_closed: float = 0.0
     latencies: list[tuple[float, float]] = field(default_factory=list)
+    behind: float = 0.0
     concurrent: int = 0
+    pinned: bool = False
     memory: list[tuple[int, float]] = field(default_factory=list)
 
 
@@ -409,9 +453,16 @@ def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figure
     fig.total = len(records)
     fig.produce_rate = asyncio.run(produce_all(bootstrap, topic, records))
     del records
+    pins = cpu_sets(args.pin)
+    if pins is not None:  # the ceiling on the CPU the worker will have to itself
+        pin_process(os.getpid(), pins[0])
     fig.bare_rate = asyncio.run(bare_consume(bootstrap, topic, fig.total))
+    if pins is not None:
+        pin_process(os.getpid(), pins[1])
 
     worker = start_worker(bootstrap, prefix, workdir)
+    if pins is not None:
+        pin_process(worker.proc.pid, pins[0])
     try:
         # Scraped 4 times a second: each scrape costs the worker CPU (its /metrics thread
         # shares the GIL), which 20 scrapes a second made ~6 % of its samples.
@@ -423,7 +474,7 @@ def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figure
         fig.worker_rate = steady_rate(progress, fig.total)
         fig.worker_rate_closed = fig.total / (closed - first)
         fig.concurrent = args.concurrent
-        fig.latencies = asyncio.run(
+        fig.latencies, fig.behind = asyncio.run(
             latency_run(
                 bootstrap, prefix, fig.worker_rate / 2, args.latency_seconds, args.concurrent
             )
@@ -477,13 +528,23 @@ def print_report(fig: Figures) -> None:
              f"{percentile(appended, 50) * 1000:.1f} / {percentile(appended, 99) * 1000:.1f}"),
             ("d. of which verdict appended -> received, p50 / p99, ms",
              f"{percentile(delivered, 50) * 1000:.1f} / {percentile(delivered, 99) * 1000:.1f}"),
+            ("d. load generator, furthest behind its schedule, ms", f"{fig.behind * 1000:.0f}"),
         ]  # fmt: skip
     base_rss = fig.memory[0][1] if fig.memory else 0.0
     for count, rss in fig.memory:
         extra = f", {(rss - base_rss) / count:,.0f} B per open episode" if count else ""
         rows.append((f"e. RSS with {count:,} open episodes", f"{rss / 2**20:,.0f} MiB{extra}"))
     print()
-    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {PARTITIONS} partitions")
+    placement = (
+        "pinned: the worker (and the bare consumer) on a CPU of its own, the broker and the "
+        "load generator on the others"
+        if fig.pinned
+        else "unpinned: broker, load generator and worker share every CPU"
+    )
+    print(
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs, {PARTITIONS} partitions, "
+        f"{placement}"
+    )
     print()
     print("| measure | value |")
     print("|---|---:|")
@@ -504,11 +565,20 @@ def main() -> int:
         help="Episodes open at once in the latency run (0: all, ending together at the end).",
     )
     parser.add_argument("--quick", action="store_true", help="Small sizes, for a smoke run.")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="Run the worker (and the bare consumer) on the last CPU alone, the broker and "
+        "the load generator on the others.",
+    )
     args = parser.parse_args()
     if args.quick:
         args.episodes, args.open, args.latency_seconds = 300, "1000,5000", 5.0
     args.open_counts = [int(x) for x in args.open.split(",") if x]
-    fig = Figures(args.episodes)
+    fig = Figures(args.episodes, pinned=args.pin)
+    pins = cpu_sets(args.pin)
+    if pins is not None:  # the broker started below inherits these CPUs
+        pin_process(os.getpid(), pins[1])
     with ExitStack() as stack:
         bootstrap = args.bootstrap
         if bootstrap is None:
