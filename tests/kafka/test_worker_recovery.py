@@ -84,29 +84,39 @@ def synthetic(episodes: int, seed: int = 7) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def wait_for_commits(dep: Deployment, partitions: int = 1, timeout: float = 60) -> None:
-    """Until the group committed offsets > 0 on at least `partitions` signals partitions.
+def wait_for_commits(
+    dep: Deployment, partitions: int = 1, timeout: float = 60, *, of: str | None = None
+) -> None:
+    """Until the group committed offsets > 0 on at least `partitions` signals partitions
+    (with `of`, partitions that the worker of that name has read: its log names them).
 
     A fixed sleep is not enough on a loaded machine: a worker that committed nothing yet
     would be killed before the test can show a resume from the middle of the log."""
 
-    async def committed() -> int:
+    async def committed() -> set[int]:
         admin = AIOKafkaAdminClient(bootstrap_servers=dep.bootstrap)
         await admin.start()
         try:
             offsets = await admin.list_consumer_group_offsets(dep.app_id)
         except KafkaError:  # e.g. the group's coordinator is not known yet
-            return 0
+            return set()
         finally:
             await admin.close()
-        return sum(
-            1
+        return {
+            tp.partition
             for tp, meta in offsets.items()
             if tp.topic == dep.topic("signals") and meta.offset > 0
-        )
+        }
+
+    def counted() -> int:
+        done = asyncio.run(committed())
+        if of is not None:
+            log = (dep.workdir / f"{of}.log").read_text()
+            done &= {int(p) for p in re.findall(r"partition (\d+) resumes at offset", log)}
+        return len(done)
 
     deadline = time.monotonic() + timeout
-    while asyncio.run(committed()) < partitions:
+    while counted() < partitions:
         assert time.monotonic() < deadline, f"no commits within {timeout}s: {dep.logs()}"
         time.sleep(0.5)
 
@@ -190,7 +200,8 @@ def test_two_workers_one_killed_the_other_takes_over(
     dep.supervise()  # restarts a worker that exits by itself (a stalled-recovery watchdog)
     time.sleep(8)  # both joined: four partitions each
     producer = produce_in_background(dep, records, rate=800)
-    wait_for_commits(dep, partitions=2)  # both workers committed progress
+    wait_for_commits(dep, partitions=2)  # the group committed progress
+    wait_for_commits(dep, of="w1")  # and w1 on a partition of its own, which w2 takes over
     dep.kill("w1")
     producer.join(timeout=120)
     check_reported(dep, expected)
