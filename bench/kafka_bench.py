@@ -453,7 +453,7 @@ def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figure
     fig.total = len(records)
     fig.produce_rate = asyncio.run(produce_all(bootstrap, topic, records))
     del records
-    pins = cpu_sets(args.pin)
+    pins: tuple[set[int], set[int]] | None = args.pins
     if pins is not None:  # the ceiling on the CPU the worker will have to itself
         pin_process(os.getpid(), pins[0])
     fig.bare_rate = asyncio.run(bare_consume(bootstrap, topic, fig.total))
@@ -576,7 +576,7 @@ def main() -> int:
         args.episodes, args.open, args.latency_seconds = 300, "1000,5000", 5.0
     args.open_counts = [int(x) for x in args.open.split(",") if x]
     fig = Figures(args.episodes, pinned=args.pin)
-    pins = cpu_sets(args.pin)
+    pins = args.pins = cpu_sets(args.pin)  # once: this process is pinned next
     if pins is not None:  # the broker started below inherits these CPUs
         pin_process(os.getpid(), pins[1])
     with ExitStack() as stack:
