@@ -5,8 +5,8 @@ run by `make install`) into extension modules next to their sources, which Pytho
 imports instead of the `.py` files: the same code, typed as mypy checks it, without the
 interpreter loop (about twice the signals per CPU-second; docs/benchmarks.md).
 
-The build records a digest of the sources it compiled (`_native_build.json`). Every compiled
-module is loaded from its source instead when that digest no longer matches (a source was
+The build records a hash of each source it compiled (`_native_build.json`). Every compiled
+module is loaded from its source instead when one of them no longer matches (a source was
 edited after the build: the extension would silently run old code), when an extension is
 missing, or when `EVALSTREAM_NATIVE=0` is set. It is all or nothing: compiled modules reach
 into each other's objects directly, so a compiled module cannot run beside a pure one.
@@ -70,14 +70,9 @@ def extension_path(module: str, root: Path = ROOT) -> Path:
     return root.joinpath(*module.split(".")).with_name(module.rsplit(".", 1)[-1] + suffix)
 
 
-def source_digest(modules: Sequence[str] = COMPILED, root: Path = ROOT) -> str:
-    """SHA-256 over the module names and their sources, in order."""
-    digest = hashlib.sha256()
-    for module in modules:
-        data = source_path(module, root).read_bytes()
-        digest.update(f"{module}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
+def source_hashes(modules: Sequence[str] = COMPILED, root: Path = ROOT) -> dict[str, str]:
+    """SHA-256 of each module's source, in the order given (what a build records)."""
+    return {m: hashlib.sha256(source_path(m, root).read_bytes()).hexdigest() for m in modules}
 
 
 def read_manifest(root: Path = ROOT) -> dict[str, object] | None:
@@ -96,20 +91,16 @@ def why_not_native(root: Path = ROOT, environ: dict[str, str] | None = None) -> 
     manifest = read_manifest(root)
     if manifest is None:
         return "not compiled (run `make native`)"
-    if manifest.get("modules") != list(COMPILED):
+    built = _as_dict(manifest.get("sources"))
+    if list(built) != list(COMPILED):
         return "compiled for another module list (run `make native`)"
     missing = [m for m in COMPILED if not extension_path(m, root).exists()]
     if missing:
         return f"compiled module {missing[0]} is missing (run `make native`)"
-    if manifest.get("digest") != source_digest(COMPILED, root):
-        changed = [
-            m
-            for m in COMPILED
-            if hashlib.sha256(source_path(m, root).read_bytes()).hexdigest()
-            != _as_dict(manifest.get("sources")).get(m)
-        ]
-        where = f"{changed[0]} changed" if changed else "sources changed"
-        return f"out of date: {where} since the build (run `make native`)"
+    now = source_hashes(COMPILED, root)
+    changed = [m for m in COMPILED if built[m] != now[m]]
+    if changed:
+        return f"out of date: {changed[0]} changed since the build (run `make native`)"
     return None
 
 

@@ -13,7 +13,6 @@ The build type-checks the modules with the project's mypy settings first, as myp
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import os
@@ -84,12 +83,7 @@ def build(native: ModuleType) -> None:
         for built in sorted((build_dir / "lib").rglob("*.so")):
             shutil.copy2(built, ROOT / built.relative_to(build_dir / "lib"))
     manifest = {
-        "modules": list(native.COMPILED),
-        "digest": native.source_digest(),
-        "sources": {
-            m: hashlib.sha256(native.source_path(m).read_bytes()).hexdigest()
-            for m in native.COMPILED
-        },
+        "sources": native.source_hashes(),
         "python": sys.version.split()[0],
         "mypy": _mypy_version(),
     }

@@ -50,9 +50,6 @@ class LabelledCounter:
         """Makes the series exist at 0 (a bounded label set shown from the start)."""
         self._values.setdefault(labels, 0.0)
 
-    def value(self, labels: Labels) -> float:
-        return self._values.get(labels, 0.0)
-
     def describe(self) -> list[Metric]:
         return [CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)]
 

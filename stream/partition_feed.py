@@ -120,58 +120,60 @@ class PartitionHooks(Protocol):
 
 async def feed_records(
     state: PartitionState, records: list[Any], topic: str, hooks: PartitionHooks
-) -> int:
+) -> None:
     """Feeds a fetched batch of one partition (aiokafka ConsumerRecords, in offset order) to
-    its pipeline; returns how many records the pipeline consumed."""
+    its pipeline, counting the consumed signals once for the batch."""
     pipeline = state.pipeline
     open_episodes = pipeline.assembler.open
     markers = state.markers
     first_offset = state.first_offset
     consumed = 0
-    for record in records:
-        offset: int = record.offset
-        if offset < state.next_offset:
-            continue  # a re-delivery of what this assignment already processed
-        if offset > state.next_offset and state.gap_checked != state.next_offset:
-            # Never process past a hole: read again from the expected offset. If the same
-            # record comes first again, the hole holds no records (transaction markers take
-            # offsets too) and processing goes on.
-            log.warning(
-                "partition %s: expected offset %s, got %s; reading again",
-                state.partition,
-                state.next_offset,
-                offset,
-            )
-            state.gap_checked = state.next_offset
-            hooks.seek(state.partition, state.next_offset)
-            break
-        state.next_offset = offset + 1
-        state.current_offset = offset
-        timestamp = record.timestamp
-        now_ms = float(timestamp) if timestamp else time.time() * 1000.0
-        state.stream_time_ms = max(state.stream_time_ms, now_ms)
-        key: bytes | None = record.key
-        value: bytes | None = record.value
-        if value is None:
-            value = b""
-        env = Envelope(topic, value, key, state.partition, offset, int(now_ms))
-        episode_id = None if key is None else key.decode("utf-8", "replace")
-        if (
-            episode_id is None
-            # Only a control record or a signal of a closed episode needs the slow path.
-            or not (episode_id in markers or value.startswith(CONTROL_PREFIX))
-            or not await hooks.control_or_closed(state, env, episode_id)
-        ):
-            consumed += 1
-            # `Pipeline.handle`, awaiting only where the record left output.
-            if pipeline.ingest(env, now_ms):
-                await pipeline.flush()
+    try:
+        for record in records:
+            offset: int = record.offset
+            if offset < state.next_offset:
+                continue  # a re-delivery of what this assignment already processed
+            if offset > state.next_offset and state.gap_checked != state.next_offset:
+                # Never process past a hole: read again from the expected offset. If the same
+                # record comes first again, the hole holds no records (transaction markers take
+                # offsets too) and processing goes on.
+                log.warning(
+                    "partition %s: expected offset %s, got %s; reading again",
+                    state.partition,
+                    state.next_offset,
+                    offset,
+                )
+                state.gap_checked = state.next_offset
+                hooks.seek(state.partition, state.next_offset)
+                break
+            state.next_offset = offset + 1
+            state.current_offset = offset
+            timestamp = record.timestamp
+            now_ms = float(timestamp) if timestamp else time.time() * 1000.0
+            state.stream_time_ms = max(state.stream_time_ms, now_ms)
+            key: bytes | None = record.key
+            value: bytes | None = record.value
+            if value is None:
+                value = b""
+            env = Envelope(topic, value, key, state.partition, offset, int(now_ms))
+            episode_id = None if key is None else key.decode("utf-8", "replace")
             if (
-                episode_id is not None
-                and episode_id not in first_offset
-                and episode_id in open_episodes
+                episode_id is None
+                # Only a control record or a signal of a closed episode needs the slow path.
+                or not (episode_id in markers or value.startswith(CONTROL_PREFIX))
+                or not await hooks.control_or_closed(state, env, episode_id)
             ):
-                first_offset[episode_id] = offset
-        if state.unsent_markers:
-            await hooks.send_markers(state)
-    return consumed
+                consumed += 1
+                # `Pipeline.handle`, awaiting only where the record left output.
+                if pipeline.ingest(env, now_ms):
+                    await pipeline.flush()
+                if (
+                    episode_id is not None
+                    and episode_id not in first_offset
+                    and episode_id in open_episodes
+                ):
+                    first_offset[episode_id] = offset
+            if state.unsent_markers:
+                await hooks.send_markers(state)
+    finally:
+        pipeline.count_consumed(topic, consumed)

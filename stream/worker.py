@@ -336,13 +336,8 @@ class Worker:
             state = self.states.get(partition)
             if state is None:
                 continue  # revoked meanwhile
-            pipeline = state.pipeline
             started = time.perf_counter()
-            consumed = 0  # counted once per batch, not per signal
-            try:
-                consumed = await feed_records(state, records, signals_topic, self)
-            finally:
-                pipeline.count_consumed(signals_topic, consumed)
+            await feed_records(state, records, signals_topic, self)
             # This partition's outputs leave now; their acks gate its next commit.
             state.pending.extend(await self.output.flush())
             self.metrics.evaluation_latency.observe(time.perf_counter() - started)
