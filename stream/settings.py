@@ -62,6 +62,13 @@ class WorkerSettings(BaseModel):
         0.1, gt=0, description="How often each worker sweeps its episodes."
     )
     max_message_bytes: int = Field(1_048_576, ge=1024)
+    full_gc_interval_s: float = Field(
+        300.0,
+        ge=0,
+        description="Full garbage collections run every this many seconds instead of "
+        "CPython's schedule, which paused a busy worker for 15-70 ms every few seconds "
+        "(stream/collector.py); 0 keeps CPython's.",
+    )
     recovery_timeout_s: float = Field(
         60.0, gt=0, description="A rebalance/recovery stuck this long crashes the worker."
     )

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import logging
 import os
 import time
@@ -56,6 +55,7 @@ from assertions.suites import Suite, SuiteSet
 from connectors.batched_output import BatchedOutput
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
+from stream.collector import freeze_startup_objects, full_collection, schedule_full_collections
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.partition_feed import (
@@ -176,6 +176,8 @@ class Worker:
         app.timer(5.0, name="lag")(self._report_lag)
         app.timer(settings.prune_interval_s, name="prune-markers")(self._prune_markers)
         app.timer(5.0, name="recovery-watchdog")(self._recovery_watchdog)
+        if settings.full_gc_interval_s > 0:
+            app.timer(settings.full_gc_interval_s, name="full-gc")(self._full_collection)
         self._rebalancing_since: float | None = None
         # Each partition's pipeline would overwrite the gauge; the worker's is their sum.
         self.metrics.open_episodes.set_function(
@@ -489,6 +491,9 @@ class Worker:
             )
             await self.app.crash(RuntimeError("rebalance or recovery stalled"))
 
+    async def _full_collection(self) -> None:
+        full_collection()  # (a timer with parameters would be handed the app)
+
     async def _prune_markers(self) -> None:
         """Deletes closed-episode markers no replay can need any more.
 
@@ -629,8 +634,10 @@ def run_worker(
         judge=make_judge(metrics, pricing=pricing),
     )
     # Everything made so far (modules, suites, faust) lives as long as the process: out of
-    # the collector's sight, full collections only walk the episodes' objects (shorter pauses).
-    gc.freeze()
+    # the collector's sight, full collections only walk the episodes' objects (shorter pauses),
+    # and run on the worker's timer, not every few seconds (stream/collector.py).
+    freeze_startup_objects()
+    schedule_full_collections(settings.full_gc_interval_s)
     runner = faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop)
     # faust's progress spinner sets the root logger to DEBUG at WARNING and above (it spins
     # on every record), so every debug call of aiokafka and faust built a log record: ~4 %
