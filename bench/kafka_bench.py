@@ -306,15 +306,35 @@ def start_worker(bootstrap: str, prefix: str, workdir: Path) -> WorkerProcess:
 # --------------------------------------------------------------------------------------------
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class LatencyRun:
+    latencies: list[tuple[float, float]]  # per early verdict: (to appended, to received) s
+    behind: float  # how far the load generator fell behind its schedule, at worst, s
+    cpu: dict[str, float]  # share of one CPU while pacing, by process
+
+
 async def latency_run(
-    bootstrap: str, prefix: str, rate: float, seconds: float, concurrent: int
-) -> tuple[list[tuple[float, float]], float]:
+    bootstrap: str,
+    prefix: str,
+    rate: float,
+    seconds: float,
+    concurrent: int,
+    *,
+    pids: dict[str, int],
+) -> LatencyRun:
     """Produces fresh episodes at `rate` signals/s; returns, per early verdict, the seconds
     from producing its deciding signal to the worker appending the verdict (the verdict
-    record's timestamp) and to receiving it, and how far behind its schedule the load
+    record's timestamp) and to receiving it; how far behind its schedule the load
     generator fell at worst (seconds: when it cannot keep the rate, it catches up in bursts
-    above the rate, and the latency measured then is not the latency at that rate). Wall
-    clock: both ends are on this machine."""
+    above the rate, and the latency measured then is not the latency at that rate); and the
+    CPU share of each process of `pids` (and of this one) while it paced. Wall clock: both
+    ends are on this machine."""
     topic = f"{prefix}signals"
     sent_at: dict[tuple[str, str], float] = {}
     latencies: list[tuple[float, float]] = []
@@ -361,9 +381,14 @@ async def latency_run(
     gc.collect()
     gc.freeze()
     gc.disable()
+    pids = {**pids, "load generator": os.getpid()}
     try:
+        cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        started = time.perf_counter()
         behind = await paced(records, rate, output, topic, sent_at)
-        await producer.flush()
+        elapsed = time.perf_counter() - started
+        cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / elapsed for name, pid in pids.items()}
+        await output.drain()
         await asyncio.sleep(5)  # let the last verdicts arrive
     finally:
         gc.enable()
@@ -372,7 +397,7 @@ async def latency_run(
         await reader
         await producer.stop()
         await consumer.stop()
-    return latencies, behind
+    return LatencyRun(latencies, behind, cpu)
 
 
 async def paced(
@@ -439,12 +464,15 @@ class Figures:
     worker_rate_closed: float = 0.0
     latencies: list[tuple[float, float]] = field(default_factory=list)
     behind: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)
     concurrent: int = 0
     pinned: bool = False
     memory: list[tuple[int, float]] = field(default_factory=list)
 
 
-def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figures) -> None:
+def measure(
+    bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figures, broker_pid: int | None
+) -> None:
     prefix = f"kb{uuid.uuid4().hex[:8]}."
     asyncio.run(ensure_topics(bootstrap, [prefix + n for n in TOPIC_NAMES], PARTITIONS))
     topic = f"{prefix}signals"
@@ -474,11 +502,20 @@ def measure(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figure
         fig.worker_rate = steady_rate(progress, fig.total)
         fig.worker_rate_closed = fig.total / (closed - first)
         fig.concurrent = args.concurrent
-        fig.latencies, fig.behind = asyncio.run(
+        pids = {"worker": worker.proc.pid}
+        if broker_pid is not None:
+            pids["broker"] = broker_pid
+        timed = asyncio.run(
             latency_run(
-                bootstrap, prefix, fig.worker_rate / 2, args.latency_seconds, args.concurrent
+                bootstrap,
+                prefix,
+                fig.worker_rate / 2,
+                args.latency_seconds,
+                args.concurrent,
+                pids=pids,
             )
         )
+        fig.latencies, fig.behind, fig.cpu = timed.latencies, timed.behind, timed.cpu
         # Memory: let the latency-phase episodes close, then open episodes that never end.
         time.sleep(3)
         base = worker.metrics()
@@ -529,6 +566,8 @@ def print_report(fig: Figures) -> None:
             ("d. of which verdict appended -> received, p50 / p99, ms",
              f"{percentile(delivered, 50) * 1000:.1f} / {percentile(delivered, 99) * 1000:.1f}"),
             ("d. load generator, furthest behind its schedule, ms", f"{fig.behind * 1000:.0f}"),
+            ("d. CPU while timed, share of one CPU: " + ", ".join(fig.cpu),
+             " / ".join(f"{share:.2f}" for share in fig.cpu.values())),
         ]  # fmt: skip
     base_rss = fig.memory[0][1] if fig.memory else 0.0
     for count, rss in fig.memory:
@@ -580,11 +619,12 @@ def main() -> int:
     if pins is not None:  # the broker started below inherits these CPUs
         pin_process(os.getpid(), pins[1])
     with ExitStack() as stack:
-        bootstrap = args.bootstrap
+        bootstrap, broker_pid = args.bootstrap, None
         if bootstrap is None:
-            bootstrap = stack.enter_context(KafkaBroker()).bootstrap
+            broker = stack.enter_context(KafkaBroker())
+            bootstrap, broker_pid = broker.bootstrap, broker.pid
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kbench-")))
-        measure(bootstrap, workdir, args, fig)
+        measure(bootstrap, workdir, args, fig, broker_pid)
     print_report(fig)
     return 0
 
