@@ -44,11 +44,12 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -317,6 +318,10 @@ class LatencyRun:
     latencies: list[tuple[float, float]]  # per early verdict: (to appended, to received) s
     behind: float  # how far the load generator fell behind its schedule, at worst, s
     cpu: dict[str, float]  # share of one CPU while pacing, by process
+    consumed_rate: float | None  # the worker's signals/s while pacing, when asked for
+
+
+TICK_S = 0.01  # the load generator publishes a batch per partition every tick
 
 
 async def latency_run(
@@ -327,16 +332,18 @@ async def latency_run(
     concurrent: int,
     *,
     pids: dict[str, int],
+    tag: str = "lat",
+    consumed: Callable[[], float] | None = None,
 ) -> LatencyRun:
     """Produces fresh episodes at `rate` signals/s; returns, per early verdict, the seconds
     from producing its deciding signal to the worker appending the verdict (the verdict
     record's timestamp) and to receiving it; how far behind its schedule the load
     generator fell at worst (seconds: when it cannot keep the rate, it catches up in bursts
     above the rate, and the latency measured then is not the latency at that rate); and the
-    CPU share of each process of `pids` (and of this one) while it paced. Wall clock: both
-    ends are on this machine."""
+    CPU share of each process of `pids` (and of this one) while it paced, and the worker's
+    consumption rate meanwhile from `consumed` (its counter). Wall clock: both ends are on
+    this machine. `tag` makes the episode ids of one run unlike any other's."""
     topic = f"{prefix}signals"
-    sent_at: dict[tuple[str, str], float] = {}
     latencies: list[tuple[float, float]] = []
     consumer = AIOKafkaConsumer(
         f"{prefix}verdicts", bootstrap_servers=bootstrap, auto_offset_reset="latest", group_id=None
@@ -344,38 +351,24 @@ async def latency_run(
     await consumer.start()
     await consumer.seek_to_end()
     stop = asyncio.Event()
-
-    async def read_verdicts() -> None:
-        while not stop.is_set():
-            batch = await consumer.getmany(timeout_ms=200)
-            now = time.time()
-            for messages in batch.values():
-                for message in messages:
-                    record = orjson.loads(message.value)
-                    if not record.get("early"):
-                        continue
-                    sent = sent_at.get((record["episode_id"], record["decided_at"]))
-                    if sent is not None:
-                        latencies.append((message.timestamp / 1000 - sent, now - sent))
-
-    reader = asyncio.create_task(read_verdicts())
-    # One batch per partition and tick, as the gateway publishes: ~5 µs a record instead of
-    # send()'s ~19 µs, so the load generator leaves the two cores to the broker and the worker.
-    # No linger: a tick's batches are complete when they are handed over.
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
-    await producer.start()
-    output = BatchedOutput(producer)
-    await output.add_topics([topic])
     # Whole episodes only, `concurrent` of them open at any time (0: all of them, every one
     # ending in the run's last second): each ends and closes.
     n_episodes = max(concurrent, 50, round(rate * seconds / SIGNALS_PER_EPISODE))
-    episodes = [episode_records(10_000_000 + i, f"{prefix}lat") for i in range(n_episodes)]
-    # Ids decoded up front: the pacing loop shares the two cores with the worker and broker.
-    records = [
-        (key, value, (obj["episode_id"], obj["id"]))
-        for key, value in (steady(episodes, concurrent) if concurrent else interleaved(episodes))
-        for obj in (orjson.loads(value),)
-    ]
+    episodes = [episode_records(10_000_000 + i, f"{prefix}{tag}") for i in range(n_episodes)]
+    records = list(steady(episodes, concurrent) if concurrent else interleaved(episodes))
+    # Every tick's batches are built before the clock starts (one per partition, stamped with
+    # the tick's planned time): pacing then only hands them over, and the load generator, on
+    # the CPUs of the worker and the broker, costs them as little as it can.
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks=1, linger_ms=0, max_batch_size=4 * 1_048_576
+    )
+    await producer.start()
+    per_tick = max(1, int(rate * TICK_S))
+    start_wall = time.time() + 2.0 + len(records) * 4e-6  # after the build (~2 µs a record)
+    plan = await build_ticks(producer, topic, records, per_tick, start_wall)
+    sent_at = [float("nan")] * len(plan.ticks)
+
+    reader = asyncio.create_task(read_verdicts(consumer, plan, sent_at, latencies, stop))
     # The load generator must not pause on its own: a full collection over these records and
     # ids took 60-120 ms here, and stalled the verdict reader with the pacing loop.
     gc.collect()
@@ -383,12 +376,15 @@ async def latency_run(
     gc.disable()
     pids = {**pids, "load generator": os.getpid()}
     try:
+        await asyncio.sleep(max(0.0, start_wall - time.time()))
         cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        consumed_before = consumed() if consumed is not None else 0.0
         started = time.perf_counter()
-        behind = await paced(records, rate, output, topic, sent_at)
+        behind = await paced(producer, topic, plan.ticks, sent_at)
         elapsed = time.perf_counter() - started
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / elapsed for name, pid in pids.items()}
-        await output.drain()
+        consumed_rate = (consumed() - consumed_before) / elapsed if consumed is not None else None
+        await producer.flush()
         await asyncio.sleep(5)  # let the last verdicts arrive
     finally:
         gc.enable()
@@ -397,33 +393,99 @@ async def latency_run(
         await reader
         await producer.stop()
         await consumer.stop()
-    return LatencyRun(latencies, behind, cpu)
+    return LatencyRun(latencies, behind, cpu, consumed_rate)
+
+
+async def read_verdicts(
+    consumer: AIOKafkaConsumer,
+    plan: TickPlan,
+    sent_at: Sequence[float],
+    latencies: list[tuple[float, float]],
+    stop: asyncio.Event,
+) -> None:
+    """Times every early verdict from its deciding signal's tick until `stop`."""
+    while not stop.is_set():
+        batch = await consumer.getmany(timeout_ms=200)
+        now = time.time()
+        for messages in batch.values():
+            for message in messages:
+                record = orjson.loads(message.value)
+                if not record.get("early"):
+                    continue
+                tick = plan.tick_of.get((record["episode_id"], record["decided_at"]))
+                if tick is not None:
+                    sent = sent_at[tick]
+                    latencies.append((message.timestamp / 1000 - sent, now - sent))
+
+
+@dataclass
+class TickPlan:
+    ticks: list[list[tuple[int, Any]]]  # per tick: (partition, aiokafka BatchBuilder)
+    tick_of: dict[tuple[str, str], int]  # (episode id, signal id) -> its tick
+
+
+async def build_ticks(
+    producer: AIOKafkaProducer,
+    topic: str,
+    records: Sequence[Record],
+    per_tick: int,
+    start_wall: float,
+) -> TickPlan:
+    """`per_tick` records a tick, in one batch per partition (the partition `send` would
+    choose for the key), each record stamped with its tick's planned wall time."""
+    keys = BatchedOutput(producer)
+    await keys.add_topics([topic])
+    plan = TickPlan([], {})
+    for tick, first in enumerate(range(0, len(records), per_tick)):
+        timestamp = int((start_wall + tick * TICK_S) * 1000)
+        builders: dict[int, Any] = {}
+        for key, value in records[first : first + per_tick]:
+            partition = keys.partition_of(topic, key)
+            builder = builders.get(partition)
+            if builder is None:
+                builder = builders[partition] = producer.create_batch()
+            if builder.append(key=key, value=value, timestamp=timestamp) is None:
+                raise SystemExit("a tick's batch outgrew max_batch_size")
+            obj = orjson.loads(value)
+            plan.tick_of[(obj["episode_id"], obj["id"])] = tick
+        plan.ticks.append(list(builders.items()))
+    return plan
 
 
 async def paced(
-    records: Sequence[tuple[bytes, bytes, tuple[str, str]]],
-    rate: float,
-    output: BatchedOutput,
+    producer: AIOKafkaProducer,
     topic: str,
-    sent_at: dict[tuple[str, str], float],
+    ticks: Sequence[list[tuple[int, Any]]],
+    sent_at: list[float],
 ) -> float:
-    """Appends `records` at `rate` a second, a batch every 10 ms; returns how far behind its
-    schedule it fell at worst, in seconds."""
-    tick = 0.01
-    per_tick = max(1, int(rate * tick))
+    """Hands over a tick's batches every TICK_S, noting when in `sent_at`; returns how far
+    behind its schedule it fell at worst, in seconds. A sender per partition hands its
+    batches over in order: aiokafka's `send_batch` waits while the partition's previous batch
+    is still queued, and the pacing loop must not."""
+    queues: dict[int, asyncio.Queue[Any]] = {}
+    senders: list[asyncio.Task[None]] = []
+
+    async def send_in_order(partition: int, queue: asyncio.Queue[Any]) -> None:
+        while (builder := await queue.get()) is not None:
+            await producer.send_batch(builder, topic, partition=partition)
+
     behind = 0.0
     start = time.perf_counter()
-    for i in range(0, len(records), per_tick):
-        target = start + (i / per_tick) * tick
-        late = time.perf_counter() - target
+    for tick, batches in enumerate(ticks):
+        late = time.perf_counter() - (start + tick * TICK_S)
         behind = max(behind, late)
         # Yields every tick, even when late: the verdict reader shares this loop.
         await asyncio.sleep(max(0.0, -late))
-        now = time.time()
-        for key, value, ids in records[i : i + per_tick]:
-            sent_at[ids] = now
-            await output.append(topic, key, value)
-        await output.flush()
+        sent_at[tick] = time.time()
+        for partition, builder in batches:
+            queue = queues.get(partition)
+            if queue is None:
+                queue = queues[partition] = asyncio.Queue()
+                senders.append(asyncio.create_task(send_in_order(partition, queue)))
+            queue.put_nowait(builder)
+    for queue in queues.values():
+        queue.put_nowait(None)
+    await asyncio.gather(*senders)
     return behind
 
 
@@ -462,9 +524,9 @@ class Figures:
     bare_rate: float = 0.0
     worker_rate: float = 0.0
     worker_rate_closed: float = 0.0
-    latencies: list[tuple[float, float]] = field(default_factory=list)
-    behind: float = 0.0
-    cpu: dict[str, float] = field(default_factory=dict)
+    live_rate: float = 0.0
+    live_cpu: dict[str, float] = field(default_factory=dict)
+    timed: list[tuple[str, float, LatencyRun]] = field(default_factory=list)  # (of, rate, run)
     concurrent: int = 0
     pinned: bool = False
     memory: list[tuple[int, float]] = field(default_factory=list)
@@ -502,20 +564,7 @@ def measure(
         fig.worker_rate = steady_rate(progress, fig.total)
         fig.worker_rate_closed = fig.total / (closed - first)
         fig.concurrent = args.concurrent
-        pids = {"worker": worker.proc.pid}
-        if broker_pid is not None:
-            pids["broker"] = broker_pid
-        timed = asyncio.run(
-            latency_run(
-                bootstrap,
-                prefix,
-                fig.worker_rate / 2,
-                args.latency_seconds,
-                args.concurrent,
-                pids=pids,
-            )
-        )
-        fig.latencies, fig.behind, fig.cpu = timed.latencies, timed.behind, timed.cpu
+        timed_runs(worker, bootstrap, prefix, args, fig, broker_pid=broker_pid)
         # Memory: let the latency-phase episodes close, then open episodes that never end.
         time.sleep(3)
         base = worker.metrics()
@@ -536,6 +585,64 @@ def measure(
         worker.stop()
 
 
+def settled(worker: WorkerProcess, metric: str, every: float = 1.0) -> None:
+    """Waits until `metric` stops growing (the worker caught up with its backlog)."""
+    last = -1.0
+    while (value := worker.metrics().get(metric, 0.0)) != last:
+        last = value
+        time.sleep(every)
+
+
+def timed_runs(
+    worker: WorkerProcess,
+    bootstrap: str,
+    prefix: str,
+    args: argparse.Namespace,
+    fig: Figures,
+    *,
+    broker_pid: int | None,
+) -> None:
+    """c': the live maximum; d: latency at half of (c) and at half of (c')."""
+    pids = {"worker": worker.proc.pid}
+    if broker_pid is not None:
+        pids["broker"] = broker_pid
+
+    def consumed_now() -> float:
+        return worker.metrics()["evalstream_signals_consumed_total"]
+
+    # c'. The live maximum: the load generator offers the rate of (c) while the worker
+    # consumes, with the broker and the generator busy on the same machine.
+    live = asyncio.run(
+        latency_run(
+            bootstrap,
+            prefix,
+            fig.worker_rate,
+            args.live_seconds,
+            args.concurrent,
+            pids=pids,
+            tag="live",
+            consumed=consumed_now,
+        )
+    )
+    assert live.consumed_rate is not None
+    fig.live_rate, fig.live_cpu = live.consumed_rate, live.cpu
+    settled(worker, "evalstream_signals_consumed_total")  # before the clock starts again
+    for of, maximum in (("c", fig.worker_rate), ("c'", fig.live_rate)):
+        timed = asyncio.run(
+            latency_run(
+                bootstrap,
+                prefix,
+                maximum / 2,
+                args.latency_seconds,
+                args.concurrent,
+                pids=pids,
+                tag=f"lat{len(fig.timed)}",
+            )
+        )
+        fig.timed.append((of, maximum / 2, timed))
+        settled(worker, "evalstream_signals_consumed_total")
+
+
 def print_report(fig: Figures) -> None:
     rows = [
         ("signals in the throughput run", f"{fig.total:,} ({fig.episodes:,} episodes)"),
@@ -546,28 +653,33 @@ def print_report(fig: Figures) -> None:
          f"{fig.worker_rate_closed:,.0f}"),
         ("c. worker / bare consumer", f"{fig.worker_rate / fig.bare_rate:.0%}"),
     ]  # fmt: skip
-    lat = [total for _, total in fig.latencies]
-    appended = [at for at, _ in fig.latencies]
-    delivered = [total - at for at, total in fig.latencies]
-    rows.append(
-        (
-            f"d. early verdicts timed at {fig.worker_rate / 2:,.0f} signals/s, "
-            + (f"{fig.concurrent:,} episodes open at once" if fig.concurrent else "all open"),
-            f"{len(lat):,}",
-        )
-    )
-    if lat:
+    rows += [
+        ("c'. worker, live maximum: consuming while the load generator offers (c), signals/s",
+         f"{fig.live_rate:,.0f}"),
+        ("c'. CPU meanwhile, share of one CPU: " + ", ".join(fig.live_cpu),
+         " / ".join(f"{share:.2f}" for share in fig.live_cpu.values())),
+    ]  # fmt: skip
+    open_at_once = f"{fig.concurrent:,} episodes open at once" if fig.concurrent else "all open"
+    for of, rate, run in fig.timed:
+        d = f"d. at half ({of})"
+        lat = [total for _, total in run.latencies]
+        appended = [at for at, _ in run.latencies]
+        delivered = [total - at for at, total in run.latencies]
+        rows.append((f"{d}: early verdicts timed at {rate:,.0f} signals/s, {open_at_once}",
+                     f"{len(lat):,}"))  # fmt: skip
+        if not lat:
+            continue
         rows += [
-            ("d. produce -> early verdict p50, ms", f"{percentile(lat, 50) * 1000:.1f}"),
-            ("d. produce -> early verdict p99, ms", f"{percentile(lat, 99) * 1000:.1f}"),
-            ("d. produce -> early verdict mean, ms", f"{statistics.fmean(lat) * 1000:.1f}"),
-            ("d. of which produce -> worker appends the verdict, p50 / p99, ms",
+            (f"{d}: produce -> early verdict p50, ms", f"{percentile(lat, 50) * 1000:.1f}"),
+            (f"{d}: produce -> early verdict p99, ms", f"{percentile(lat, 99) * 1000:.1f}"),
+            (f"{d}: produce -> early verdict mean, ms", f"{statistics.fmean(lat) * 1000:.1f}"),
+            (f"{d}: of which produce -> worker appends the verdict, p50 / p99, ms",
              f"{percentile(appended, 50) * 1000:.1f} / {percentile(appended, 99) * 1000:.1f}"),
-            ("d. of which verdict appended -> received, p50 / p99, ms",
+            (f"{d}: of which verdict appended -> received, p50 / p99, ms",
              f"{percentile(delivered, 50) * 1000:.1f} / {percentile(delivered, 99) * 1000:.1f}"),
-            ("d. load generator, furthest behind its schedule, ms", f"{fig.behind * 1000:.0f}"),
-            ("d. CPU while timed, share of one CPU: " + ", ".join(fig.cpu),
-             " / ".join(f"{share:.2f}" for share in fig.cpu.values())),
+            (f"{d}: load generator, furthest behind its schedule, ms", f"{run.behind * 1000:.0f}"),
+            (f"{d}: CPU while timed, share of one CPU: " + ", ".join(run.cpu),
+             " / ".join(f"{share:.2f}" for share in run.cpu.values())),
         ]  # fmt: skip
     base_rss = fig.memory[0][1] if fig.memory else 0.0
     for count, rss in fig.memory:
@@ -598,6 +710,9 @@ def main() -> int:
     parser.add_argument("--open", default="10000,100000", help="Open-episode counts to measure.")
     parser.add_argument("--latency-seconds", type=float, default=20.0)
     parser.add_argument(
+        "--live-seconds", type=float, default=10.0, help="The live-maximum run (c')."
+    )
+    parser.add_argument(
         "--concurrent",
         type=int,
         default=LATENCY_CONCURRENT,
@@ -612,7 +727,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.quick:
-        args.episodes, args.open, args.latency_seconds = 300, "1000,5000", 5.0
+        args.episodes, args.open, args.latency_seconds, args.live_seconds = 300, "1000,5000", 5, 3
     args.open_counts = [int(x) for x in args.open.split(",") if x]
     fig = Figures(args.episodes, pinned=args.pin)
     pins = args.pins = cpu_sets(args.pin)  # once: this process is pinned next
