@@ -2,7 +2,7 @@
 """Benchmark of the Kafka worker through a real broker (issue 3, item 8).
 
     .venv/bin/python bench/kafka_bench.py [--bootstrap HOST:PORT] [--episodes 3000]
-        [--open 10000,100000] [--latency-seconds 20] [--quick] [--pin]
+        [--open 10000,100000] [--latency-seconds 20] [--live-seconds 10] [--quick] [--pin]
 
 Without `--bootstrap` it starts the project's own single-node KRaft broker (stream.dev_kafka).
 Every run uses fresh topics (a random prefix) and prints a Markdown report:
@@ -14,11 +14,16 @@ Every run uses fresh topics (a random prefix) and prints a Markdown report:
      consuming the same topic from the start: its steady signals/s (its consumed-signals
      counter, read from its /metrics 4 times a second, between the first reading past 0 and
      the last one short of the total), and until every episode record was published;
-  d. latency: at half the worker's measured rate, fresh interleaved episodes are produced at
-     a steady pace (one batch per partition every 10 ms, as the gateway publishes); for every
-     early verdict on `verdicts`, the wall time from producing the deciding signal to
-     receiving the verdict (p50/p99), split at the verdict record's timestamp (when the
-     worker appended it);
+  c'. live maximum: the load generator of (d) offers the rate of (c) for --live-seconds while
+     the worker consumes: the worker's signals/s meanwhile, with the broker and the generator
+     busy on the same machine (on 2 vCPUs they take ~0.8 of a CPU at that rate, which (c),
+     read from a topic filled beforehand, does not pay);
+  d. latency, at half of (c) and at half of (c'): fresh interleaved episodes are produced at a
+     steady pace (one batch per partition every 10 ms, as the gateway publishes, built before
+     the clock starts so that pacing costs the generator little); for every early verdict on
+     `verdicts`, the wall time from handing over the deciding signal's batch to receiving the
+     verdict (p50/p99), split at the verdict record's timestamp (when the worker appended
+     it), and the CPU share of the worker, the broker and the generator meanwhile;
   e. memory: the worker's resident set with 0, 10k and 100k open episodes (10 signals each,
      no end signal), from its `process_resident_memory_bytes`.
 
