@@ -24,7 +24,7 @@ Every run uses fresh topics (a random prefix) and prints a Markdown report:
      `verdicts`, the wall time from handing over the deciding signal's batch to receiving the
      verdict (p50/p99), split at the verdict record's timestamp (when the worker appended
      it), and the CPU share of the worker, the broker and the generator meanwhile;
-  e. memory: the worker's resident set with 0, 10k and 100k open episodes (10 signals each,
+  e. memory: a fresh worker's resident set with 0, 10k and 100k open episodes (10 signals each,
      no end signal), from its `process_resident_memory_bytes`.
 
 `--pin` gives the worker the last CPU to itself (as a deployment gives it cores of its own)
@@ -74,6 +74,7 @@ OPEN_EPISODE_SIGNALS = 10
 PARTITIONS = 4
 # Episodes open at once in the latency run: at ~30k signals/s an episode lasts ~3 s.
 LATENCY_CONCURRENT = 1_000
+WARM_EPISODES = 300  # complete episodes a fresh worker processes before its memory is read
 
 Record = tuple[bytes, bytes]  # (key, value)
 
@@ -570,15 +571,33 @@ def measure(
         fig.worker_rate_closed = fig.total / (closed - first)
         fig.concurrent = args.concurrent
         timed_runs(worker, bootstrap, prefix, args, fig, broker_pid=broker_pid)
-        # Memory: let the latency-phase episodes close, then open episodes that never end.
-        time.sleep(3)
+    finally:
+        worker.stop()
+    measure_memory(bootstrap, workdir, args, fig)
+
+
+def measure_memory(bootstrap: str, workdir: Path, args: argparse.Namespace, fig: Figures) -> None:
+    """e. A fresh worker on fresh topics (the live run's backlog grew the first one's heap,
+    which CPython keeps): its resident set once warm and idle, then with episodes open that
+    never end."""
+    prefix = f"kb{uuid.uuid4().hex[:8]}."
+    asyncio.run(ensure_topics(bootstrap, [prefix + n for n in TOPIC_NAMES], PARTITIONS))
+    worker = start_worker(bootstrap, prefix, workdir)
+    if args.pins is not None:
+        pin_process(worker.proc.pid, args.pins[0])
+    try:
+        # Warmed up by complete episodes first: its buffers and caches at working size.
+        warm = [r for i in range(WARM_EPISODES) for r in episode_records(i, f"{prefix}warm")]
+        asyncio.run(produce_all(bootstrap, f"{prefix}signals", warm))
+        worker.wait("evalstream_episodes_closed_total", WARM_EPISODES, timeout=300)
+        time.sleep(2)
         base = worker.metrics()
         fig.memory.append((0, base["process_resident_memory_bytes"]))
-        consumed = base["evalstream_signals_consumed_total"]
+        consumed = base.get("evalstream_signals_consumed_total", 0.0)
         opened = 0
         for count in args.open_counts:
             batch = open_records(opened, count - opened, prefix)
-            asyncio.run(produce_all(bootstrap, topic, batch))
+            asyncio.run(produce_all(bootstrap, f"{prefix}signals", batch))
             consumed += len(batch)
             opened = count
             worker.wait("evalstream_signals_consumed_total", consumed, timeout=900)
