@@ -92,7 +92,7 @@ def _ask_twice(client: Any, case_input: dict[str, Any]) -> str:
     )
     answer = "".join(b.text for b in first.content if b.type == "text")
     with client.messages.stream(
-        model="claude-opus-4-5",
+        model="claude-opus-4-1",
         max_tokens=50,
         messages=[{"role": "user", "content": f"Polish: {answer}"}],
     ) as stream:

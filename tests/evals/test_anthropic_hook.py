@@ -54,7 +54,7 @@ def test_a_claude_calling_target_is_recorded_without_code_changes(
                 "patterns": [
                     {"pattern": "provider:start", "payload": {"model": "claude-haiku-4-5"}},
                     "provider:end",
-                    {"pattern": "provider:start", "payload": {"model": "claude-opus-4-5"}},
+                    {"pattern": "provider:start", "payload": {"model": "claude-opus-4-1"}},
                     "provider:end",
                 ],
             },
@@ -73,13 +73,13 @@ def test_a_claude_calling_target_is_recorded_without_code_changes(
     assert ends[1]["source"]["parent"] == next(
         s["id"]
         for s in sample.signals
-        if s["name"] == "provider:start" and s["payload"]["model"] == "claude-opus-4-5"
+        if s["name"] == "provider:start" and s["payload"]["model"] == "claude-opus-4-1"
     )
     assert sample.metrics is not None
     assert sample.metrics.cost > 0  # priced from usage with the built-in table
     assert [r.body["model"] for r in messages_api.messages_requests] == [
         "claude-haiku-4-5",
-        "claude-opus-4-5",
+        "claude-opus-4-1",
     ]
     # Outside a run nothing is patched: a client built now is not recording.
     with anthropic.Anthropic(base_url=messages_api.base_url, api_key="test") as client:

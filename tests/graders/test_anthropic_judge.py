@@ -220,7 +220,7 @@ def test_cache_by_content_hash_in_memory_and_on_disk(
     assert len(messages_api.messages_requests) == 2
 
     other_model = AnthropicJudge(settings(messages_api, cache_dir=str(tmp_path)))
-    ask(other_model, request(model="claude-opus-4-5"))
+    ask(other_model, request(model="claude-opus-4-1"))
     assert len(messages_api.messages_requests) == 3  # the model is part of the key
 
 
