@@ -63,6 +63,7 @@ from engine_bench import Traffic
 from assertions.signals import decode_signal
 from connectors.batched_output import BatchedOutput
 from connectors.kafka_topics import ensure_topics
+from stream.allocator import keep_large_buffers
 from stream.dev_kafka import KafkaBroker
 from stream.settings import TOPIC_NAMES
 
@@ -750,6 +751,9 @@ def main() -> int:
         "the load generator on the others.",
     )
     args = parser.parse_args()
+    # The bare consumer reads with the worker's allocator settings (stream/allocator.py): the
+    # ceiling must not lose to the worker on how fetch buffers are mapped.
+    keep_large_buffers()
     if args.quick:
         args.episodes, args.open, args.latency_seconds, args.live_seconds = 300, "1000,5000", 5, 3
     args.open_counts = [int(x) for x in args.open.split(",") if x]

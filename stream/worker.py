@@ -55,6 +55,7 @@ from assertions.suites import Suite, SuiteSet
 from connectors.batched_output import BatchedOutput
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
+from stream.allocator import keep_large_buffers
 from stream.collector import freeze_startup_objects, full_collection, schedule_full_collections
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
@@ -638,6 +639,7 @@ def run_worker(
     # and run on the worker's timer, not every few seconds (stream/collector.py).
     freeze_startup_objects()
     schedule_full_collections(settings.full_gc_interval_s)
+    keep_large_buffers()  # fetch buffers reused, not faulted in afresh (stream/allocator.py)
     runner = faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop)
     # faust's progress spinner sets the root logger to DEBUG at WARNING and above (it spins
     # on every record), so every debug call of aiokafka and faust built a log record: ~4 %
