@@ -24,6 +24,9 @@ Every run uses fresh topics (a random prefix) and prints a Markdown report:
      `verdicts`, the wall time from handing over the deciding signal's batch to receiving the
      verdict (p50/p99), split at the verdict record's timestamp (when the worker appended
      it), and the CPU share of the worker, the broker and the generator meanwhile;
+  For (c), (c') and (d) the report also gives what a signal cost the worker: its CPU time, the
+  part of it spent evaluating (its evaluation-latency histogram, per partition batch), and the
+  signals a partition batch held, from its counters before and after.
   e. memory: a fresh worker's resident set with 0, 10k and 100k open episodes (10 signals each,
      no end signal), from its `process_resident_memory_bytes`.
 
@@ -215,6 +218,36 @@ async def bare_consume(bootstrap: str, topic: str, total: int) -> float:
 SAMPLE = re.compile(rb"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$", re.M)
 
 
+@dataclass(frozen=True)
+class WorkerCost:
+    """Counters of the worker at one moment: subtracted, what a stretch of work cost it."""
+
+    signals: float  # consumed
+    batches: float  # partition batches evaluated (its evaluation-latency histogram's count)
+    evaluation_s: float  # seconds inside those batches (the histogram's sum)
+    cpu_s: float  # CPU seconds of the whole process (Linux /proc)
+
+    def __sub__(self, other: WorkerCost) -> WorkerCost:
+        return WorkerCost(
+            self.signals - other.signals,
+            self.batches - other.batches,
+            self.evaluation_s - other.evaluation_s,
+            self.cpu_s - other.cpu_s,
+        )
+
+    def summary(self) -> str:
+        """CPU µs a signal / of which evaluating µs a signal / signals a partition batch."""
+        if self.signals <= 0 or self.batches <= 0:
+            return "n/a"
+        return (
+            f"{self.cpu_s / self.signals * 1e6:.1f} / {self.evaluation_s / self.signals * 1e6:.1f}"
+            f" / {self.signals / self.batches:,.0f}"
+        )
+
+
+COST_ROW = "CPU µs a signal / of which evaluating, µs / signals a partition batch"
+
+
 @dataclass
 class WorkerProcess:
     proc: subprocess.Popen[bytes]
@@ -231,6 +264,15 @@ class WorkerProcess:
             key = name.decode()
             out[key] = out.get(key, 0.0) + float(value)
         return out
+
+    def cost(self) -> WorkerCost:
+        sample = self.metrics()
+        return WorkerCost(
+            sample.get("evalstream_signals_consumed_total", 0.0),
+            sample.get("evalstream_evaluation_latency_seconds_count", 0.0),
+            sample.get("evalstream_evaluation_latency_seconds_sum", 0.0),
+            cpu_seconds(self.proc.pid),
+        )
 
     def wait(self, metric: str, target: float, timeout: float) -> tuple[float, float]:
         """Polls until `metric` >= target; returns (first time it was > 0, time it got there)."""
@@ -326,6 +368,7 @@ class LatencyRun:
     behind: float  # how far the load generator fell behind its schedule, at worst, s
     cpu: dict[str, float]  # share of one CPU while pacing, by process
     consumed_rate: float | None  # the worker's signals/s while pacing, when asked for
+    cost: WorkerCost | None  # what pacing cost the worker, when asked for
 
 
 TICK_S = 0.01  # the load generator publishes a batch per partition every tick
@@ -340,7 +383,7 @@ async def latency_run(
     *,
     pids: dict[str, int],
     tag: str = "lat",
-    consumed: Callable[[], float] | None = None,
+    cost: Callable[[], WorkerCost] | None = None,
 ) -> LatencyRun:
     """Produces fresh episodes at `rate` signals/s; returns, per early verdict, the seconds
     from producing its deciding signal to the worker appending the verdict (the verdict
@@ -348,7 +391,7 @@ async def latency_run(
     generator fell at worst (seconds: when it cannot keep the rate, it catches up in bursts
     above the rate, and the latency measured then is not the latency at that rate); and the
     CPU share of each process of `pids` (and of this one) while it paced, and the worker's
-    consumption rate meanwhile from `consumed` (its counter). Wall clock: both ends are on
+    consumption rate and costs meanwhile from `cost` (its counters). Wall clock: both ends are on
     this machine. `tag` makes the episode ids of one run unlike any other's."""
     topic = f"{prefix}signals"
     latencies: list[tuple[float, float]] = []
@@ -385,12 +428,13 @@ async def latency_run(
     try:
         await asyncio.sleep(max(0.0, start_wall - time.time()))
         cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        consumed_before = consumed() if consumed is not None else 0.0
+        cost_before = cost() if cost is not None else None
         started = time.perf_counter()
         behind = await paced(producer, topic, plan.ticks, sent_at)
         elapsed = time.perf_counter() - started
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / elapsed for name, pid in pids.items()}
-        consumed_rate = (consumed() - consumed_before) / elapsed if consumed is not None else None
+        spent = cost() - cost_before if cost is not None and cost_before is not None else None
+        consumed_rate = spent.signals / elapsed if spent is not None else None
         await producer.flush()
         await asyncio.sleep(5)  # let the last verdicts arrive
     finally:
@@ -400,7 +444,7 @@ async def latency_run(
         await reader
         await producer.stop()
         await consumer.stop()
-    return LatencyRun(latencies, behind, cpu, consumed_rate)
+    return LatencyRun(latencies, behind, cpu, consumed_rate, spent)
 
 
 async def read_verdicts(
@@ -531,8 +575,10 @@ class Figures:
     bare_rate: float = 0.0
     worker_rate: float = 0.0
     worker_rate_closed: float = 0.0
+    worker_cost: WorkerCost | None = None  # of the throughput run (c)
     live_rate: float = 0.0
     live_cpu: dict[str, float] = field(default_factory=dict)
+    live_cost: WorkerCost | None = None
     timed: list[tuple[str, float, LatencyRun]] = field(default_factory=list)  # (of, rate, run)
     concurrent: int = 0
     pinned: bool = False
@@ -561,6 +607,8 @@ def measure(
     if pins is not None:
         pin_process(worker.proc.pid, pins[0])
     try:
+        # Before its group is joined (seconds): the start-up's CPU is left out of the cost.
+        started = worker.cost()
         # Scraped 4 times a second: each scrape costs the worker CPU (its /metrics thread
         # shares the GIL), which 20 scrapes a second made ~6 % of its samples.
         progress = worker.samples(
@@ -568,6 +616,7 @@ def measure(
         )
         first = next(t for t, value in progress if value > 0)
         _, closed = worker.wait("evalstream_episodes_closed_total", fig.episodes, timeout=300)
+        fig.worker_cost = worker.cost() - started
         fig.worker_rate = steady_rate(progress, fig.total)
         fig.worker_rate_closed = fig.total / (closed - first)
         fig.concurrent = args.concurrent
@@ -632,9 +681,6 @@ def timed_runs(
     if broker_pid is not None:
         pids["broker"] = broker_pid
 
-    def consumed_now() -> float:
-        return worker.metrics()["evalstream_signals_consumed_total"]
-
     # c'. The live maximum: the load generator offers the rate of (c) while the worker
     # consumes, with the broker and the generator busy on the same machine.
     live = asyncio.run(
@@ -646,11 +692,11 @@ def timed_runs(
             args.concurrent,
             pids=pids,
             tag="live",
-            consumed=consumed_now,
+            cost=worker.cost,
         )
     )
     assert live.consumed_rate is not None
-    fig.live_rate, fig.live_cpu = live.consumed_rate, live.cpu
+    fig.live_rate, fig.live_cpu, fig.live_cost = live.consumed_rate, live.cpu, live.cost
     settled(worker, "evalstream_signals_consumed_total")  # before the clock starts again
     for of, maximum in (("c", fig.worker_rate), ("c'", fig.live_rate)):
         timed = asyncio.run(
@@ -662,6 +708,7 @@ def timed_runs(
                 args.concurrent,
                 pids=pids,
                 tag=f"lat{len(fig.timed)}",
+                cost=worker.cost,
             )
         )
         fig.timed.append((of, maximum / 2, timed))
@@ -678,12 +725,16 @@ def print_report(fig: Figures) -> None:
          f"{fig.worker_rate_closed:,.0f}"),
         ("c. worker / bare consumer", f"{fig.worker_rate / fig.bare_rate:.0%}"),
     ]  # fmt: skip
+    if fig.worker_cost is not None:
+        rows.append((f"c. worker, {COST_ROW}", fig.worker_cost.summary()))
     rows += [
         ("c'. worker, live maximum: consuming while the load generator offers (c), signals/s",
          f"{fig.live_rate:,.0f}"),
         ("c'. CPU meanwhile, share of one CPU: " + ", ".join(fig.live_cpu),
          " / ".join(f"{share:.2f}" for share in fig.live_cpu.values())),
     ]  # fmt: skip
+    if fig.live_cost is not None:
+        rows.append((f"c'. worker, {COST_ROW}", fig.live_cost.summary()))
     open_at_once = f"{fig.concurrent:,} episodes open at once" if fig.concurrent else "all open"
     for of, rate, run in fig.timed:
         d = f"d. at half ({of})"
@@ -706,6 +757,8 @@ def print_report(fig: Figures) -> None:
             (f"{d}: CPU while timed, share of one CPU: " + ", ".join(run.cpu),
              " / ".join(f"{share:.2f}" for share in run.cpu.values())),
         ]  # fmt: skip
+        if run.cost is not None:
+            rows.append((f"{d}: worker, {COST_ROW}", run.cost.summary()))
     base_rss = fig.memory[0][1] if fig.memory else 0.0
     for count, rss in fig.memory:
         extra = f", {(rss - base_rss) / count:,.0f} B per open episode" if count else ""
