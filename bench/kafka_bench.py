@@ -607,8 +607,11 @@ def measure(
     if pins is not None:
         pin_process(worker.proc.pid, pins[0])
     try:
-        # Before its group is joined (seconds): the start-up's CPU is left out of the cost.
-        started = worker.cost()
+        # From its first consumed batch: the start-up's and the group join's CPU are left out.
+        while (started := worker.cost()).signals == 0:
+            if worker.proc.poll() is not None:
+                raise RuntimeError(f"worker exited: {worker.log.read_text()[-3000:]}")
+            time.sleep(0.02)
         # Scraped 4 times a second: each scrape costs the worker CPU (its /metrics thread
         # shares the GIL), which 20 scrapes a second made ~6 % of its samples.
         progress = worker.samples(
