@@ -38,6 +38,7 @@ from typing import Any
 
 import httpx
 import orjson
+from process_cpu import cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -225,15 +226,6 @@ def latencies(
             if i >= 20:  # warm-up
                 out.append(time.perf_counter() - started)
     return out, (cpu_seconds(pid) - cpu_before) if pid is not None else float("nan")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc; NaN elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], q: float) -> float:

@@ -62,6 +62,7 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from engine_bench import Traffic
+from process_cpu import cpu_seconds
 
 from assertions.signals import decode_signal
 from connectors.batched_output import BatchedOutput
@@ -356,19 +357,18 @@ def start_worker(bootstrap: str, prefix: str, workdir: Path) -> WorkerProcess:
 # --------------------------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class LatencyRun:
     latencies: list[tuple[float, float]]  # per early verdict: (to appended, to received) s
     behind: float  # how far the load generator fell behind its schedule, at worst, s
     cpu: dict[str, float]  # share of one CPU while pacing, by process
-    consumed_rate: float | None  # the worker's signals/s while pacing, when asked for
-    cost: WorkerCost | None  # what pacing cost the worker, when asked for
+    cost: WorkerCost  # what pacing cost the worker
+    seconds: float  # how long pacing took
+
+    @property
+    def consumed_rate(self) -> float:
+        """The worker's signals/s while pacing."""
+        return self.cost.signals / self.seconds
 
 
 TICK_S = 0.01  # the load generator publishes a batch per partition every tick
@@ -383,7 +383,7 @@ async def latency_run(
     *,
     pids: dict[str, int],
     tag: str = "lat",
-    cost: Callable[[], WorkerCost] | None = None,
+    cost: Callable[[], WorkerCost],
 ) -> LatencyRun:
     """Produces fresh episodes at `rate` signals/s; returns, per early verdict, the seconds
     from producing its deciding signal to the worker appending the verdict (the verdict
@@ -428,13 +428,12 @@ async def latency_run(
     try:
         await asyncio.sleep(max(0.0, start_wall - time.time()))
         cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        cost_before = cost() if cost is not None else None
+        cost_before = cost()
         started = time.perf_counter()
         behind = await paced(producer, topic, plan.ticks, sent_at)
         elapsed = time.perf_counter() - started
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) / elapsed for name, pid in pids.items()}
-        spent = cost() - cost_before if cost is not None and cost_before is not None else None
-        consumed_rate = spent.signals / elapsed if spent is not None else None
+        spent = cost() - cost_before
         await producer.flush()
         await asyncio.sleep(5)  # let the last verdicts arrive
     finally:
@@ -444,7 +443,7 @@ async def latency_run(
         await reader
         await producer.stop()
         await consumer.stop()
-    return LatencyRun(latencies, behind, cpu, consumed_rate, spent)
+    return LatencyRun(latencies, behind, cpu, spent, elapsed)
 
 
 async def read_verdicts(
@@ -608,10 +607,8 @@ def measure(
         pin_process(worker.proc.pid, pins[0])
     try:
         # From its first consumed batch: the start-up's and the group join's CPU are left out.
-        while (started := worker.cost()).signals == 0:
-            if worker.proc.poll() is not None:
-                raise RuntimeError(f"worker exited: {worker.log.read_text()[-3000:]}")
-            time.sleep(0.02)
+        worker.wait("evalstream_signals_consumed_total", 1, timeout=300)
+        started = worker.cost()
         # Scraped 4 times a second: each scrape costs the worker CPU (its /metrics thread
         # shares the GIL), which 20 scrapes a second made ~6 % of its samples.
         progress = worker.samples(
@@ -698,7 +695,6 @@ def timed_runs(
             cost=worker.cost,
         )
     )
-    assert live.consumed_rate is not None
     fig.live_rate, fig.live_cpu, fig.live_cost = live.consumed_rate, live.cpu, live.cost
     settled(worker, "evalstream_signals_consumed_total")  # before the clock starts again
     for of, maximum in (("c", fig.worker_rate), ("c'", fig.live_rate)):
@@ -760,8 +756,7 @@ def print_report(fig: Figures) -> None:
             (f"{d}: CPU while timed, share of one CPU: " + ", ".join(run.cpu),
              " / ".join(f"{share:.2f}" for share in run.cpu.values())),
         ]  # fmt: skip
-        if run.cost is not None:
-            rows.append((f"{d}: worker, {COST_ROW}", run.cost.summary()))
+        rows.append((f"{d}: worker, {COST_ROW}", run.cost.summary()))
     base_rss = fig.memory[0][1] if fig.memory else 0.0
     for count, rss in fig.memory:
         extra = f", {(rss - base_rss) / count:,.0f} B per open episode" if count else ""
