@@ -7,7 +7,8 @@ Every dimension is in [0, 1], or None when it cannot be computed:
   `pending` count as not passed). With no applicable assertion, seed 002's rule against the
   baseline: the same outcome as the baseline → 1.0, `success` over a non-success baseline →
   0.8, otherwise 0; then, when both have steps, * 0.7 + 0.3 * min(steps) / max(steps).
-  None when there is neither an assertion nor a baseline outcome.
+  With neither an assertion nor a baseline outcome, the episode's own outcome: `success` →
+  1.0, any other → 0.0 (a failure never passes for want of a baseline).
 - **cost** and **latency**: Δ% = (current - baseline) / baseline * 100, reported signed. The
   score is 1 for Δ ≤ 0 (a cut is never penalised) and max(0, 1 - Δ / 100) above. A zero
   baseline with a positive current is an unbounded rise: Δ = +inf, score 0. Both zero is
@@ -206,7 +207,7 @@ def correctness_score(
     if total > 0.0:
         return passed / total
     if baseline_outcome is None:
-        return None
+        return 1.0 if outcome == "success" else 0.0
     if outcome == baseline_outcome:
         base = 1.0
     elif outcome == "success":
@@ -217,6 +218,13 @@ def correctness_score(
         ratio = min(step_count, baseline_step_count) / max(step_count, baseline_step_count)
         return base * (1.0 - STEP_RATIO_SHARE) + STEP_RATIO_SHARE * ratio
     return base
+
+
+def _applies(inp: ScoringInput) -> bool:
+    """Whether any assertion applies (weighs more than 0) to the episode."""
+    if not inp.verdicts:
+        return False
+    return inp.assertion_weights is None or any(w > 0.0 for w in inp.assertion_weights)
 
 
 # --- cost and latency -----------------------------------------------------------------------
@@ -542,8 +550,11 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
             step_count=inp.step_count,
             baseline_step_count=baseline_steps,
         )
-    if correctness is None:
-        notes.append("no applicable assertion and no baseline outcome: correctness not scored")
+    if baseline_outcome is None and correctness is not None and not _applies(inp):
+        notes.append(
+            f"no applicable assertion and no baseline outcome: correctness from the "
+            f"episode's own outcome ({inp.outcome})"
+        )
 
     cost = cost_delta = latency = latency_delta = tool_match = None
     if baseline is not None:

@@ -463,6 +463,16 @@ def dev_kafka(port: int | None) -> None:
 
 
 register_all(cli)
+# The episode-store workflow's name for `score`: the same command, listed as an alias.
+cli.add_command(
+    click.Command(
+        "run",
+        callback=cli.commands["score"].callback,
+        params=cli.commands["score"].params,
+        help=f"Alias of `score`. {cli.commands['score'].help}",
+        short_help="Alias of `score`: score episodes against a baseline.",
+    )
+)
 
 
 def main() -> None:

@@ -120,11 +120,10 @@ def test_correctness_is_in_unit_interval(
         step_count=steps,
         baseline_step_count=baseline_steps,
     )
-    if verdicts or baseline_outcome is not None:
-        assert score is not None
-        assert 0.0 <= score <= 1.0
-    else:
-        assert score is None
+    assert score is not None
+    assert 0.0 <= score <= 1.0
+    if not verdicts and baseline_outcome is None:  # the episode's own outcome decides
+        assert score == (1.0 if outcome == "success" else 0.0)
 
 
 @given(

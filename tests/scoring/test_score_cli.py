@@ -242,6 +242,49 @@ def test_score_files_against_an_explicit_baseline_run(evalstream: Run, tmp_path:
     assert candidate["scores"]["baseline"] == "run:golden [agent_id=support-bot,case_id=refund]"
 
 
+def export(tmp_path: Path, episodes: list[dict[str, JSON]], name: str = "export.ndjson") -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    return str(path)
+
+
+@pytest.mark.parametrize("baseline", [["--no-baseline"], []])  # none, or a rolling warm-up
+def test_a_failure_without_baseline_or_suite_is_never_passed(
+    evalstream: Run, tmp_path: Path, baseline: list[str]
+) -> None:
+    path = export(
+        tmp_path,
+        [
+            make_episode("ok", start=T0),
+            make_episode("broken", start=T0 + timedelta(minutes=1), status="failure"),
+        ],
+    )
+    proc = evalstream("score", path, *baseline, "-o", "r.json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    episodes = by_id(results(tmp_path / "r.json"))
+    broken, ok = episodes["broken"], episodes["ok"]
+    assert broken["outcome"] == "failure"
+    assert broken["scores"]["correctness"] == 0.0
+    assert broken["passed"] is False
+    assert ("critical", "correctness") in [
+        (a["severity"], a["dimension"]) for a in broken["alerts"]
+    ]
+    assert any("own outcome (failure)" in n for n in broken["scores"]["notes"])
+    assert ok["scores"]["correctness"] == 1.0
+    assert ok["passed"] is True
+
+
+def test_run_is_an_alias_of_score(evalstream: Run, tmp_path: Path) -> None:
+    path = export(tmp_path, [make_episode("ok", start=T0)])
+    listed = evalstream("--help")
+    assert "  run " in listed.stdout
+    assert "Alias of `score`" in listed.stdout
+    proc = evalstream("run", path, "--no-baseline", "-o", "r.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert results(tmp_path / "r.json")["kind"] == "score-run"
+    assert proc.stdout.startswith("1/1 episodes passed")
+
+
 def test_filters_apply_to_files_too(evalstream: Run, tmp_path: Path) -> None:
     episodes = [
         make_episode(f"bot-{i}", start=T0 + timedelta(hours=i), case_id=None) for i in range(4)

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from assertions.alert_rules import AlertRules, episode_passes
 from assertions.assembly import CloseRules, EpisodeAssembler
 from assertions.baselines import Baseline, BaselineKey
 from assertions.engine import AssertionOutcome
@@ -174,7 +175,8 @@ def test_step_count_ratio_blends_in_when_both_have_steps() -> None:
 
 
 def test_weight_zero_assertions_do_not_apply() -> None:
-    assert correctness_score([Verdict.FAIL], weights=[0.0], outcome="success") is None
+    assert correctness_score([Verdict.FAIL], weights=[0.0], outcome="success") == 1.0
+    assert correctness_score([Verdict.PASS], weights=[0.0], outcome="failure") == 0.0
     assert (
         correctness_score(
             [Verdict.FAIL], weights=[0.0], outcome="success", baseline_outcome="success"
@@ -183,8 +185,14 @@ def test_weight_zero_assertions_do_not_apply() -> None:
     )
 
 
-def test_correctness_is_none_without_assertions_or_baseline() -> None:
-    assert correctness_score([], outcome="success") is None
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [("success", 1.0), ("failure", 0.0), ("timeout", 0.0), ("killed", 0.0), ("error", 0.0)],
+)
+def test_without_assertions_or_baseline_correctness_follows_the_own_outcome(
+    outcome: str, expected: float
+) -> None:
+    assert correctness_score([], outcome=outcome) == expected
 
 
 # --- cost and latency ---------------------------------------------------------------------
@@ -434,18 +442,28 @@ def test_without_baseline_nothing_is_compared_with_the_episode_itself() -> None:
     assert any("renormalised" in n for n in scores.notes)
 
 
-def test_without_baseline_or_assertions_only_safety_remains() -> None:
+def test_without_baseline_or_assertions_correctness_is_the_own_outcome() -> None:
     scores = score_episode(inp(errors=2), None)
-    assert scores.correctness is None
-    assert scores.weights == {"safety": 1.0}
-    assert scores.overall == pytest.approx(0.9)
+    assert scores.correctness == 1.0
+    assert scores.weights == pytest.approx({"correctness": 0.8, "safety": 0.2})
+    assert scores.overall == pytest.approx(0.8 + 0.2 * 0.9)
+    assert any("own outcome (success)" in n for n in scores.notes)
+
+
+def test_a_failure_without_baseline_or_assertions_is_never_passed() -> None:
+    scores = score_episode(inp(outcome="failure"), None)
+    assert scores.correctness == 0.0
+    assert scores.overall == pytest.approx(0.2)  # safety 1.0 at weight 0.2
+    alerts = {(a.dimension, a.severity.value) for a in AlertRules().evaluate(scores)}
+    assert ("correctness", "critical") in alerts
+    assert not episode_passes(None, AlertRules().evaluate(scores))
 
 
 def test_overall_is_none_when_available_dimensions_weigh_zero() -> None:
     cfg = ScoringConfig(
-        weights=ScoreWeights(correctness=1, cost=0, tool_match=0, latency=0, safety=0)
+        weights=ScoreWeights(correctness=0, cost=1, tool_match=0, latency=0, safety=0)
     )
-    scores = score_episode(inp(), None, cfg)
+    scores = score_episode(inp(), None, cfg)  # no baseline: correctness and safety remain
     assert scores.overall is None
     assert any("weigh 0" in n for n in scores.notes)
 
