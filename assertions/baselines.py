@@ -12,7 +12,8 @@ case id shares one baseline per agent). Two stores:
   entries per key and at most `max_keys` keys, the least recently used evicted first.
 
 Use a store as `baseline = store.get(store.key_for(inp.attrs))`, score, then
-`store.observe(inp)`: an episode is never part of its own baseline.
+`store.observe(inp)`: an episode is never part of its own baseline. An episode already in a
+rolling window (by episode id) is not added again.
 
 The file shape (`FileBaselines.load`, `to_json`; every field but `key` optional, null or
 absent meaning unknown, which leaves the dimension that needs it unscored):
@@ -552,6 +553,9 @@ class RollingBaselines:
                 self.evicted += 1
         else:
             self._entries.move_to_end(key)
+            # Re-scoring an episode (a re-run window, a redelivery) must not count it twice.
+            if any(e.episode_id == entry.episode_id for e in entries):
+                return
         entries.append(entry)
         self._summaries.pop(key, None)
 

@@ -11,7 +11,11 @@ Baselines (exactly one mode):
 - `rolling` (the default): a production baseline per key (`agent_id` + `case_id`), the
   medians of the last `rolling_window` episodes scored before this one (at least
   `rolling_min_episodes`); with `baseline_state` it is loaded from and saved to a JSON file,
-  so consecutive nightly runs continue it.
+  so consecutive nightly runs continue it. Re-runs are idempotent: the file also keeps the
+  state the run started from and the ids it scored, and a run whose episodes include every
+  one of those (the same window again, or a wider one) starts from that earlier state, so it
+  gives the same scores and exit code; episodes of the window that are already in the state
+  otherwise leave it before scoring (they are observed again, in order, never twice).
 - `file`: fixed baselines from `baseline_file` (`FileBaselines` JSON). An episode whose agent
   has no baseline in the file is rejected (a baseline of another agent is an error); one
   whose case has none is scored without a baseline and says so.
@@ -234,15 +238,9 @@ def _baseline_store(settings: ScoreSettings) -> tuple[BaselineStore | None, dict
     if mode == "run":
         return None, {"mode": "run", "detail": f"run_id={settings.baseline_run}"}
     state = settings.baseline_state
+    rolling = RollingBaselines(settings.rolling_window, min_episodes=settings.rolling_min_episodes)
     if state and Path(state).exists():
-        try:
-            rolling = RollingBaselines.from_json(orjson.loads(Path(state).read_bytes()))
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise SweepError(f"{state}: cannot read the rolling baseline state: {exc}") from exc
-    else:
-        rolling = RollingBaselines(
-            settings.rolling_window, min_episodes=settings.rolling_min_episodes
-        )
+        rolling = RollingBaselines.from_json(_read_state(state).current)
     detail = (
         f"last {rolling.window} episodes per agent_id + case_id, at least {rolling.min_episodes}"
     )
@@ -297,6 +295,12 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
 
     if settings.baseline == "run":
         ordered = _use_baseline_run(scorer, ordered, settings)
+    window_ids = [d.signals[0].episode_id for d in ordered]
+    if isinstance(baselines, RollingBaselines) and settings.baseline_state:
+        baselines = scorer.baselines = _starting_state(
+            settings.baseline_state, baselines, window_ids
+        )
+    started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
     for item in ordered:
         closed = scorer.evaluate(item.signals)
         await resolve_judgements([closed], None)
@@ -305,8 +309,9 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
         except BaselineMismatchError as exc:
             scorer.reject(item.where, "baseline_mismatch", str(exc))
     if isinstance(baselines, RollingBaselines) and settings.baseline_state:
+        saved = BaselineState(baselines.to_json(), started_from, frozenset(window_ids))
         Path(settings.baseline_state).write_bytes(
-            orjson.dumps(baselines.to_json(), option=orjson.OPT_INDENT_2)
+            orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2)
         )
     source: dict[str, JSON]
     if settings.store_url is not None:
@@ -325,6 +330,56 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
         source = {"files": list(settings.files)}
     created = now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return scorer.run(created_at=created, source=source, baseline=baseline_info)
+
+
+STATE_KIND = "rolling-baseline-state"
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineState:
+    """The `--baseline-state` file: the rolling baselines after a run (`current`), the state
+    that run started from (`started_from`) and the episode ids it scored. A file holding only
+    the rolling baselines' JSON (an older file) is read as `current` alone."""
+
+    current: JSON
+    started_from: JSON | None = None
+    scored: frozenset[str] = frozenset()
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "kind": STATE_KIND,
+            "version": 1,
+            "current": self.current,
+            "started_from": self.started_from,
+            "scored": sorted(self.scored),
+        }
+
+
+def _read_state(path: str) -> BaselineState:
+    try:
+        obj = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise SweepError(f"{path}: cannot read the rolling baseline state: {exc}") from exc
+    if not isinstance(obj, Mapping) or obj.get("kind") != STATE_KIND:
+        return BaselineState(obj)
+    scored = obj.get("scored", [])
+    if not isinstance(scored, list) or not all(isinstance(i, str) for i in scored):
+        raise SweepError(f"{path}: `scored` must be a list of episode ids")
+    return BaselineState(obj.get("current"), obj.get("started_from"), frozenset(scored))
+
+
+def _starting_state(path: str, loaded: RollingBaselines, window_ids: list[str]) -> RollingBaselines:
+    """The rolling baselines a run over `window_ids` starts from (see the module docstring)."""
+    if not Path(path).exists():
+        return loaded
+    state = _read_state(path)
+    ids = set(window_ids)
+    if state.scored and state.started_from is not None and state.scored <= ids:
+        return RollingBaselines.from_json(state.started_from)  # a re-run of that window
+    current = loaded.to_json()
+    for key in current["keys"]:
+        key["entries"] = [e for e in key["entries"] if e["episode_id"] not in ids]
+    return RollingBaselines.from_json(current)
 
 
 def _use_baseline_run(

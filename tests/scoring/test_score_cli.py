@@ -470,3 +470,21 @@ def test_nightly_scores_the_last_day_and_fails_on_critical(
     assert proc.returncode == 1
     assert "CRITICAL alerts: cost 1" in proc.stdout
     assert proc.stdout.strip().splitlines()[-1].startswith("reports: out2/score-")
+
+
+def test_nightly_run_twice_with_a_baseline_state_gives_the_same_answer(
+    evalstream: Run, store: EpisodeStoreServer, tmp_path: Path
+) -> None:
+    now = datetime.now(UTC)
+    for i in range(5):
+        store.add(make_episode(f"day-{i}", start=now - timedelta(hours=6, minutes=-i)))
+    store.add(make_episode("pricey", start=now - timedelta(hours=1), cost=0.05))
+    args = ("nightly", "--store-url", store.url, "--baseline-state", "state.json")
+    first = evalstream(*args, "--out-dir", "a")
+    second = evalstream(*args, "--out-dir", "b")
+    assert first.returncode == second.returncode == 1, first.stdout + second.stdout
+    assert first.stdout.splitlines()[:-1] == second.stdout.splitlines()[:-1]  # all but paths
+    [a], [b] = sorted((tmp_path / "a").glob("*.json")), sorted((tmp_path / "b").glob("*.json"))
+    assert results(a)["episodes"] == results(b)["episodes"]
+    [key] = results(tmp_path / "state.json")["current"]["keys"]
+    assert len(key["entries"]) == 6

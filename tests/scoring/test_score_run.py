@@ -92,6 +92,43 @@ async def test_rolling_baseline_state_carries_over_between_runs(tmp_path: Path) 
     assert scored.scores.cost_delta_pct == 50.0  # against the five of the first run
 
 
+@pytest.mark.asyncio
+async def test_rerunning_a_window_gives_the_same_results_and_exit_code(tmp_path: Path) -> None:
+    state = tmp_path / "baselines.json"
+    window = write_episodes(tmp_path / "night.ndjson", [0.02] * 5 + [0.05])
+    settings = NightlySettings(
+        files=[str(window)], since=None, out_dir=str(tmp_path), baseline_state=str(state)
+    )
+    first = await run_nightly(settings, now=NOW)
+    saved = state.read_bytes()
+    again = await run_nightly(settings, now=NOW)
+    assert first.exit_code == again.exit_code == 1  # the last one costs +150 %: CRITICAL
+    assert [e.to_json() for e in again.run.episodes] == [e.to_json() for e in first.run.episodes]
+    assert state.read_bytes() == saved
+    current = json.loads(saved)["current"]
+    [key] = current["keys"]
+    ids = [e["episode_id"] for e in key["entries"]]
+    assert ids == [f"e{i:03d}" for i in range(6)]  # each episode once
+
+    # The next window continues from the state; an episode seen before is not added again.
+    later = tmp_path / "later.ndjson"
+    later.write_text(
+        "".join(
+            json.dumps(make_episode(i, cost=0.02, start=NOW - timedelta(hours=1))) + "\n"
+            for i in ("e005", "next")
+        )
+    )
+    cont = await run_nightly(settings.model_copy(update={"files": [str(later)]}), now=NOW)
+    scored = {e.inp.episode_id: e for e in cont.run.episodes}
+    # e005 left the state before being scored again: compared with e000..e004 only.
+    assert scored["e005"].scores.cost_delta_pct == 0.0
+    [key] = json.loads(state.read_bytes())["current"]["keys"]
+    assert [e["episode_id"] for e in key["entries"]] == [f"e{i:03d}" for i in range(5)] + [
+        "e005",
+        "next",
+    ]
+
+
 def test_parse_since() -> None:
     assert parse_since("24h", NOW) == NOW - timedelta(hours=24)
     assert parse_since("90m", NOW) == NOW - timedelta(minutes=90)

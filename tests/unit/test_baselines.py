@@ -330,6 +330,21 @@ def test_an_episode_is_never_part_of_its_own_baseline() -> None:
     assert scores.baseline == "rolling(last 5) [agent_id=bot,case_id=c1]"
 
 
+def test_an_episode_already_in_the_window_is_not_added_again() -> None:
+    store = RollingBaselines(window=5, min_episodes=1)
+    key = store.key_for(ATTRS)
+    store.observe(episode(0, cost_usd=0.10))
+    store.observe(episode(1, cost_usd=0.30))
+    store.observe(episode(1, cost_usd=0.30))  # the same episode scored again
+    restored = RollingBaselines.from_json(store.to_json())
+    restored.observe(episode(0, cost_usd=0.10))
+    for each in (store, restored):
+        b = each.get(key)
+        assert b is not None
+        assert b.episodes == 2
+        assert b.cost_usd == pytest.approx(0.20)
+
+
 def test_rolling_snapshot_and_restore() -> None:
     store = RollingBaselines(window=4, min_episodes=1)
     for i in range(6):
