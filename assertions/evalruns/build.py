@@ -12,6 +12,7 @@ from assertions.evalruns.aggregate import (
     mean_metrics,
     pass_metrics,
 )
+from assertions.evalruns.fingerprint import dataset_fingerprint
 from assertions.evalruns.models import (
     CaseResult,
     DatasetResult,
@@ -70,6 +71,7 @@ def dataset_result(
         name=suite.name,
         description=suite.description,
         source=suite.source,
+        dataset_fingerprint=dataset_fingerprint(suite),
         run_id=run_id,
         target=target,
         variant_id=variant_id,

@@ -20,9 +20,14 @@ Rules (the defaults are seed 003's CompareOptions):
 - verdict: `worse` if there are regressions or a significant drop, `better` if there are
   improvements or a significant rise (or latency/cost fall past their thresholds),
   `mixed` if both, else `equivalent`.
-- shouldBlock (fail_on=critical): any critical regression, a significant pass-rate drop, or
-  a failed threshold profile. fail_on=warning blocks on warnings too (metric degradations,
-  dataset latency or cost over threshold).
+- shouldBlock (fail_on=critical): any critical regression, a significant pass-rate drop, a
+  failed threshold profile, or baseline cases the candidate did not evaluate (skipped, not
+  selected, cut short) unless `allow_removed` — a gate must not pass on the cases it never
+  ran. fail_on=warning blocks on warnings too (metric degradations, dataset latency or cost
+  over threshold).
+- Runs of different datasets are not compared at all: `DatasetMismatchError` names both
+  datasets and how their cases differ (by the dataset name and the fingerprint of the cases'
+  ids and inputs; records without a fingerprint, of older versions, by their case ids).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
+from assertions.errors import InputError
 from assertions.evalruns.models import (
     AssertionRecord,
     CaseResult,
@@ -56,6 +62,11 @@ class CompareOptions(Model):
     min_latency_delta_ms: float = 50.0
     min_cost_delta: float = 0.0
     fail_on: FailOn = "critical"
+    allow_removed: bool = False
+
+
+class DatasetMismatchError(InputError):
+    """The two runs ran different datasets: their results say nothing about each other."""
 
 
 class Side(Model):
@@ -119,6 +130,35 @@ class Comparison(Model):
     inconclusive: list[Inconclusive] = Field(default_factory=list)
     profile_check: ProfileCheck | None = None
     summary: ComparisonSummary
+
+
+def _ids(ids: list[str], limit: int = 5) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" (+{len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def check_same_dataset(baseline: DatasetResult, candidate: DatasetResult) -> None:
+    """Raise DatasetMismatchError unless both runs ran the same dataset (module docstring)."""
+    base_ids = [c.case_id for c in baseline.cases]
+    cand_ids = [c.case_id for c in candidate.cases]
+    problems: list[str] = []
+    if baseline.name != candidate.name:
+        problems.append(f"dataset {baseline.name!r} vs {candidate.name!r}")
+    only_base = [i for i in base_ids if i not in set(cand_ids)]
+    only_cand = [i for i in cand_ids if i not in set(base_ids)]
+    if only_base:
+        problems.append(f"cases only in the baseline: {_ids(only_base)}")
+    if only_cand:
+        problems.append(f"cases only in the candidate: {_ids(only_cand)}")
+    fb, fc = baseline.dataset_fingerprint, candidate.dataset_fingerprint
+    if fb is not None and fc is not None and fb != fc and not (only_base or only_cand):
+        problems.append(f"the same case ids with other inputs (fingerprint {fb} vs {fc})")
+    if problems:
+        raise DatasetMismatchError(
+            f"the baseline and the candidate ran different datasets: {'; '.join(problems)}. "
+            "A comparison needs two runs of the same dataset: run the baseline again on this "
+            "dataset (cases left out by --case or --tag are fine: they are still listed)"
+        )
 
 
 def _evaluated(result: DatasetResult) -> dict[str, CaseResult]:
@@ -309,6 +349,7 @@ def compare(
     profile_check: ProfileCheck | None = None,
 ) -> Comparison:
     o = options or CompareOptions()
+    check_same_dataset(baseline, candidate)
     base_cases, cand_cases = _evaluated(baseline), _evaluated(candidate)
     diff = _CaseDiff(o)
     common = [cid for cid in cand_cases if cid in base_cases]
@@ -322,10 +363,12 @@ def compare(
         | {i.case_id for i in diff.improvements}
         | {i.case_id for i in diff.inconclusive}
     )
+    removed = [cid for cid in base_cases if cid not in cand_cases]
     summary = _summary(
         baseline=baseline,
         candidate=candidate,
         common=common,
+        removed=removed,
         base_cases=base_cases,
         cand_cases=cand_cases,
         diff=diff,
@@ -340,7 +383,7 @@ def compare(
         improvements=diff.improvements,
         unchanged=[cid for cid in common if cid not in touched],
         new_cases=[cid for cid in cand_cases if cid not in base_cases],
-        removed_cases=[cid for cid in base_cases if cid not in cand_cases],
+        removed_cases=removed,
         inconclusive=diff.inconclusive,
         profile_check=profile_check,
         summary=summary,
@@ -352,6 +395,7 @@ def _summary(
     baseline: DatasetResult,
     candidate: DatasetResult,
     common: list[str],
+    removed: list[str],
     base_cases: dict[str, CaseResult],
     cand_cases: dict[str, CaseResult],
     diff: _CaseDiff,
@@ -416,6 +460,13 @@ def _summary(
         bad = True
     elif cost_pct is not None and cost_ok and cost_pct < -o.cost_threshold:
         good = True
+
+    if removed and not o.allow_removed:
+        critical.append(
+            f"{len(removed)} of the baseline's {len(base_cases)} evaluated case(s) were not "
+            f"evaluated in the candidate ({_ids(removed)}): the gate cannot vouch for cases it "
+            "did not run; run them, or pass --allow-removed if leaving them out is intended"
+        )
 
     if profile_check is not None and not profile_check.passed:
         critical.append(

@@ -223,6 +223,11 @@ class DatasetResult(Model):
     name: str
     description: str | None = None
     source: str | None = Field(None, description="The dataset file.")
+    dataset_fingerprint: str | None = Field(
+        None,
+        description="SHA-256 of the dataset's case ids and inputs (fingerprint.py); absent "
+        "in records of older versions, which are compared by case ids.",
+    )
     run_id: str
     target: str | None = None
     variant_id: str | None = None

@@ -1,8 +1,9 @@
 """`evalstream eval`, `matrix`, `compare` and `eval-report`: dataset runs as a CI gate.
 
 Exit codes: 0 the gate passed; 1 the gate failed (a case failed or errored, a threshold
-profile was not met, or the comparison with the baseline blocks); 2 a usage or input error;
-130 interrupted (Ctrl-C) after saving what finished.
+profile was not met, or the comparison with the baseline blocks — baseline cases missing
+from the candidate block unless --allow-removed); 2 a usage or input error (runs of
+different datasets compared included); 130 interrupted (Ctrl-C) after saving what finished.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ import click
 import yaml
 
 from assertions.errors import InputError
-from assertions.evalruns.compare import CompareOptions, Comparison, FailOn, compare
+from assertions.evalruns.compare import (
+    CompareOptions,
+    Comparison,
+    DatasetMismatchError,
+    FailOn,
+    compare,
+)
 from assertions.evalruns.matrix import MatrixResult
 from assertions.evalruns.models import DatasetResult
 from assertions.evalruns.profiles import (
@@ -50,6 +57,9 @@ from stream.evalruns.runner import DatasetRunner, RunSettings
 
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130
+ALLOW_REMOVED_HELP = (
+    "Do not block when baseline cases were not evaluated in the candidate (a subset run)."
+)
 REPORT_EXTENSIONS = {
     ".md": "md",
     ".markdown": "md",
@@ -344,6 +354,7 @@ def register(group: click.Group) -> None:
     show_default=True,
     help="With --baseline: which regressions block.",
 )
+@click.option("--allow-removed", is_flag=True, help=ALLOW_REMOVED_HELP)
 def eval_command(
     dataset: str,
     target: str,
@@ -354,6 +365,7 @@ def eval_command(
     pass_hat: PassHat,
     baseline: str | None,
     fail_on: FailOn,
+    allow_removed: bool,
     judge_spec: str | None,
     pricing: str | None,
     no_progress: bool,
@@ -391,8 +403,8 @@ def eval_command(
         click.echo("\n".join(_profile_lines(check)))
         ok = check.passed
     if base is not None:
-        options = CompareOptions(fail_on=fail_on)
-        comparison = compare(base, result, options, profile_check=check)
+        options = CompareOptions(fail_on=fail_on, allow_removed=allow_removed)
+        comparison = _compare(base, result, options, check)
         click.echo(
             f"compared with {baseline}: {comparison.summary.verdict}"
             + (
@@ -444,11 +456,13 @@ def _run_with_progress(runner: DatasetRunner | MatrixRunner, show: bool) -> Any:
     show_default=True,
     help="Exit 1 when a variant's comparison with the baseline blocks at this level.",
 )
+@click.option("--allow-removed", is_flag=True, help=ALLOW_REMOVED_HELP)
 def matrix_command(
     dataset: str,
     variants_path: str,
     out: str | None,
     fail_on: str,
+    allow_removed: bool,
     judge_spec: str | None,
     pricing: str | None,
     no_progress: bool,
@@ -467,7 +481,8 @@ def matrix_command(
             judge=_judge(judge_spec),
             pricing=_pricing(pricing),
             compare_options=CompareOptions(
-                fail_on="warning" if fail_on == "warning" else "critical"
+                fail_on="warning" if fail_on == "warning" else "critical",
+                allow_removed=allow_removed,
             ),
         )
     except InputError as exc:
@@ -533,6 +548,7 @@ def matrix_command(
     help="Ignore latency changes smaller than this (jitter).",
 )
 @click.option("--confidence", type=float, default=0.95, show_default=True)
+@click.option("--allow-removed", is_flag=True, help=ALLOW_REMOVED_HELP)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Save the comparison (JSON).")
 @click.option(
     "--report",
@@ -560,6 +576,7 @@ def compare_command(
     cost_threshold: float,
     min_latency_delta_ms: float,
     confidence: float,
+    allow_removed: bool,
     out: str | None,
     reports: tuple[str, ...],
     fmt: str,
@@ -567,8 +584,9 @@ def compare_command(
     """Compare two saved runs (BASE.json CAND.json; MATRIX.json#variant picks a variant).
 
     Exit 1 when the candidate should not be merged: a critical regression (pass -> fail with
-    statistical support when repeated), a significant pass-rate drop, a failed --profile, or
-    with --fail-on warning also metric degradations."""
+    statistical support when repeated), a significant pass-rate drop, a failed --profile,
+    baseline cases the candidate did not evaluate (unless --allow-removed), or with --fail-on
+    warning also metric degradations. Exit 2 when the runs are of different datasets."""
     for path in reports:
         _report_format(path)
     if not 0.0 < confidence < 1.0:
@@ -581,15 +599,25 @@ def compare_command(
         min_latency_delta_ms=min_latency_delta_ms,
         confidence=confidence,
         fail_on=fail_on,
+        allow_removed=allow_removed,
     )
     check = check_profile(cand, profile_by_name(profile), pass_hat=pass_hat) if profile else None
-    comparison = compare(base, cand, options, profile_check=check)
+    comparison = _compare(base, cand, options, check)
     _write_outputs(comparison, out, reports)
     sys.stdout.write(render_eval_report(comparison, fmt))
     if comparison.summary.should_block:
         click.echo(f"BLOCKED: {comparison.summary.block_reason}", err=True)
         sys.exit(1)
     sys.exit(0)
+
+
+def _compare(
+    base: DatasetResult, cand: DatasetResult, options: CompareOptions, check: ProfileCheck | None
+) -> Comparison:
+    try:
+        return compare(base, cand, options, profile_check=check)
+    except DatasetMismatchError as exc:
+        raise _user_error(str(exc)) from exc
 
 
 def profile_by_name(name: str) -> ThresholdProfile:

@@ -55,19 +55,23 @@ def run_of(
     categories: dict[str, str] | None = None,
     k: int = 3,
 ) -> DatasetResult:
-    """`cases`: case id -> sample statuses ('passed' | 'failed' | 'error')."""
+    """`cases`: case id -> sample statuses ('passed' | 'failed' | 'error'); no statuses: the
+    case is in the dataset but was not selected (skipped). The dataset is `synthetic` with
+    exactly these cases."""
     built = []
     for i, (cid, statuses) in enumerate(cases.items()):
         meta = {"category": categories[cid]} if categories and cid in categories else {}
         planned = PlannedCase(i, Case(id=cid, metadata=meta))
         built.append(
             case_result(
-                planned, [sample(s, n, latency=latency, cost=cost) for n, s in enumerate(statuses)]
+                planned,
+                [sample(s, n, latency=latency, cost=cost) for n, s in enumerate(statuses)],
+                skip_reason="not among the selected case ids",
             )
         )
     repeat = max((len(s) for s in cases.values()), default=1)
     return dataset_result(
-        make_suite([{"id": "x"}]).model_copy(update={"name": "synthetic"}),
+        make_suite([{"id": cid} for cid in cases]).model_copy(update={"name": "synthetic"}),
         built,
         run_id=run_id,
         options=RunOptionsRecord(repeat=repeat, k=k),

@@ -104,6 +104,67 @@ def test_compare_passes_an_equal_run_and_warning_level_catches_cost(
     assert "**Verdict: better**" in reverse.stdout
 
 
+def test_compare_refuses_runs_of_different_datasets(
+    evalstream: Run, runs: dict[str, Path], tmp_path: Path
+) -> None:
+    base = json.loads(runs["base"].read_text())
+    assert base["datasetFingerprint"].startswith("sha256:")
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(base | {"name": "another-dataset"}))
+    done = evalstream("compare", str(runs["base"]), str(renamed))
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("error: the baseline and the candidate ran different datasets")
+    assert f"dataset {base['name']!r} vs 'another-dataset'" in done.stderr
+    assert "Traceback" not in done.stderr
+    fewer = tmp_path / "fewer.json"
+    fewer.write_text(json.dumps(base | {"cases": base["cases"][:4]}))
+    done = evalstream("compare", str(runs["base"]), str(fewer))
+    assert done.returncode == 2
+    assert "cases only in the baseline: " in done.stderr
+    # Records of older versions have no fingerprint: the case ids decide, and they agree.
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({k: v for k, v in base.items() if k != "datasetFingerprint"}))
+    assert evalstream("compare", str(old), str(runs["base"])).returncode == 0
+
+
+def test_compare_blocks_a_candidate_that_left_baseline_cases_out(
+    evalstream: Run, runs: dict[str, Path], tmp_path: Path
+) -> None:
+    subset = tmp_path / "subset.json"
+    ran = evalstream(
+        "eval",
+        DATASET,
+        "--target",
+        AGENT,
+        "--case",
+        "refund-small",
+        "--no-progress",
+        "--out",
+        str(subset),
+    )
+    assert ran.returncode == 0, ran.stderr
+    done = evalstream("compare", str(runs["base"]), str(subset))
+    assert done.returncode == 1, done.stdout
+    assert "BLOCKED: 9 of the baseline's 10 evaluated case(s) were not evaluated" in done.stderr
+    assert "--allow-removed" in done.stderr
+    assert "were not evaluated in the candidate" in done.stdout  # the report says why
+    allowed = evalstream("compare", str(runs["base"]), str(subset), "--allow-removed")
+    assert allowed.returncode == 0, allowed.stderr
+    gated = evalstream(
+        "eval",
+        DATASET,
+        "--target",
+        AGENT,
+        "--case",
+        "refund-small",
+        "--no-progress",
+        "--baseline",
+        str(runs["base"]),
+    )
+    assert gated.returncode == 1
+    assert "BLOCKS: 9 of the baseline's 10" in gated.stdout
+
+
 def test_eval_with_baseline_and_profile(evalstream: Run, runs: dict[str, Path]) -> None:
     done = evalstream(
         "eval",

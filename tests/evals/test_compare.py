@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from assertions.evalruns.compare import CompareOptions, compare
+import pytest
+
+from assertions.evalruns.compare import CompareOptions, DatasetMismatchError, compare
+from assertions.evalruns.fingerprint import dataset_fingerprint
 from assertions.evalruns.models import SampleStatus
 from assertions.evalruns.profiles import PROFILES, check_profile
+from tests.evals.conftest import make_suite
 from tests.evals.factories import run_of
 
 P: SampleStatus = "passed"
@@ -13,7 +17,7 @@ E: SampleStatus = "error"
 
 
 def test_single_sample_pass_to_fail_is_a_critical_regression_that_blocks() -> None:
-    base = run_of({"a": [P], "b": [P], "c": [F]})
+    base = run_of({"a": [P], "b": [P], "c": [F], "d": []})  # d was not selected
     cand = run_of({"a": [F], "b": [P], "c": [P], "d": [P]})
     c = compare(base, cand)
     [reg] = c.regressions
@@ -34,10 +38,19 @@ def test_an_error_in_the_candidate_is_a_regression_and_never_a_pass() -> None:
     assert c.summary.should_block
 
 
-def test_removed_cases_and_identical_runs() -> None:
+def test_removed_cases_block_unless_allowed_and_identical_runs_do_not() -> None:
     base = run_of({"a": [P], "b": [P]})
-    c = compare(base, run_of({"a": [P]}))
+    cand = run_of({"a": [P], "b": []})  # the candidate left b out
+    c = compare(base, cand)
     assert c.removed_cases == ["b"]
+    assert c.summary.should_block
+    [reason] = c.summary.block_reasons
+    assert reason.startswith("1 of the baseline's 2 evaluated case(s) were not evaluated")
+    assert "(b)" in reason
+    assert "--allow-removed" in reason
+    allowed = compare(base, cand, CompareOptions(allow_removed=True))
+    assert allowed.removed_cases == ["b"]
+    assert not allowed.summary.should_block
     same = compare(base, base)
     assert (same.summary.verdict, same.summary.should_block) == ("equivalent", False)
     assert same.summary.pass_rate_delta == 0
@@ -130,3 +143,38 @@ def test_undefined_metrics_are_reported_not_failed() -> None:
     assert check.rows[1].note
     assert "fewer than k=3" in check.rows[1].note
     assert check.passed
+
+
+def test_runs_of_different_datasets_are_refused() -> None:
+    base = run_of({f"c{i}": [P] for i in range(10)})
+    other = run_of({f"o{i}": [P] if i % 2 else [F] for i in range(25)})
+    with pytest.raises(DatasetMismatchError) as caught:
+        compare(base, other)
+    message = str(caught.value)
+    assert "ran different datasets" in message
+    assert "cases only in the baseline: c0, c1, c2, c3, c4 (+5 more)" in message
+    assert "cases only in the candidate: o0, o1" in message
+    renamed = other.model_copy(update={"name": "another"})
+    with pytest.raises(DatasetMismatchError, match="dataset 'synthetic' vs 'another'"):
+        compare(base, renamed)
+
+
+def test_the_same_case_ids_with_other_inputs_are_another_dataset() -> None:
+    base = run_of({"a": [P], "b": [P]})
+    changed = run_of({"a": [P], "b": [P]}).model_copy(
+        update={"dataset_fingerprint": "sha256:" + "0" * 64}
+    )
+    with pytest.raises(DatasetMismatchError, match="the same case ids with other inputs"):
+        compare(base, changed)
+    # Records of older versions carry no fingerprint: their case ids decide.
+    old = changed.model_copy(update={"dataset_fingerprint": None})
+    assert not compare(base, old).summary.should_block
+
+
+def test_the_fingerprint_covers_case_ids_and_inputs_only() -> None:
+    one = make_suite([{"id": "a", "input": {"q": 1}}, {"id": "b"}])
+    reordered = make_suite([{"id": "b", "tags": ["x"]}, {"id": "a", "input": {"q": 1}}])
+    other_input = make_suite([{"id": "a", "input": {"q": 2}}, {"id": "b"}])
+    assert dataset_fingerprint(one) == dataset_fingerprint(reordered)
+    assert dataset_fingerprint(one) != dataset_fingerprint(other_input)
+    assert dataset_fingerprint(one).startswith("sha256:")
