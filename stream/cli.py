@@ -1,7 +1,8 @@
 """The `evalstream` command line.
 
 Exit codes: 0 success (every episode passed), 1 an episode failed or errored, 2 a usage or
-input error (printed as one message, no traceback).
+input error (printed as one message, no traceback), or input that evaluated nothing (unless
+--allow-empty).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings, load_
 from stream.table import print_table
 
 FORMATS = ("table", "json", "markdown", "junit")
+ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a likely typo)."
 
 
 class UserError(click.ClickException):
@@ -149,12 +151,14 @@ def load_common(
     help="Write the report here instead of stdout.",
 )
 @click.option("--episode-id", help="Episode id for signals that carry none (seed-003 recordings).")
+@click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
 def check(
     suites: tuple[str, ...],
     recordings: tuple[str, ...],
     fmt: str,
     out: str | None,
     episode_id: str | None,
+    allow_empty: bool,
     **common: Any,
 ) -> None:
     """Evaluate recorded signals (JSONL files, `-` for stdin) against suites."""
@@ -185,7 +189,9 @@ def check(
             Path(out).write_text(text, encoding="utf-8")
     for case_id in report.unknown_cases:
         click.echo(f"warning: case_id {case_id!r} matches no case of the given suites", err=True)
-    sys.exit(report.exit_code())
+    if (empty := report.nothing_evaluated()) and not allow_empty:
+        click.echo(f"error: {empty}", err=True)
+    sys.exit(report.exit_code(allow_empty=allow_empty))
 
 
 @cli.command()

@@ -43,9 +43,40 @@ class CheckReport:
         s.late_signals = sum(1 for r in self.rejected if r.reason == "late")
         return s
 
-    def exit_code(self) -> int:
-        """0 all passed; 1 a failure or error verdict; 2 input that could not be evaluated."""
+    def nothing_evaluated(self) -> str | None:
+        """Why no episode was evaluated, naming the likely cause; None when one was.
+
+        An empty recording, or a `match:` / `case_id` that selects nothing, would otherwise
+        report "0 failed" and pass a gate it never ran.
+        """
+        s = self.summary
+        if s.passed or s.failed or s.errors:
+            return None
+        if not s.episodes:
+            cause = "the input holds no episode (an empty file or stdin?)"
+            if self.rejected:
+                cause = f"no valid signal: {len(self.rejected)} line(s) were rejected"
+        else:
+            cause = f"{s.episodes} episode(s), none with an applicable assertion: "
+            if self.unknown_cases:
+                cause += (
+                    f"case_id(s) {', '.join(map(repr, self.unknown_cases))} match no case of "
+                    "the suites (a typo in a case_id?), or "
+                )
+            attrs = self.results[0].attrs
+            shown = ", ".join(f"{k}={v!r}" for k, v in sorted(attrs.items())[:6]) or "none"
+            cause += (
+                "no suite's `match:` selects them (check it against the episodes' attrs; the "
+                f"first has {shown})"
+            )
+        return f"nothing was evaluated: {cause}; pass --allow-empty if that is expected"
+
+    def exit_code(self, *, allow_empty: bool = False) -> int:
+        """0 all passed; 1 a failure or error verdict; 2 input that could not be evaluated,
+        or that evaluated nothing (unless `allow_empty`)."""
         if self.rejected:
+            return 2
+        if not allow_empty and self.nothing_evaluated() is not None:
             return 2
         return 0 if self.summary.ok else 1
 

@@ -238,6 +238,11 @@ def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
 @click.option(
     "--concurrency", type=int, default=4, show_default=True, help="live: episodes at once."
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="check/embedded: exit 0 even when no episode was evaluated (else exit 2).",
+)
 def replay_command(
     *,
     recordings: tuple[str, ...],
@@ -262,6 +267,7 @@ def replay_command(
     model: str | None,
     api_key_env: str,
     concurrency: int,
+    allow_empty: bool,
     **evaluation: Any,
 ) -> None:
     """Replay RECORDINGS (or --from-topic with a slice) with the current suites.
@@ -334,7 +340,10 @@ def replay_command(
     if summary.interrupted:
         sys.exit(INTERRUPTED)
     if isinstance(target, PipelineTarget):
-        sys.exit(target.report().exit_code())
+        report = target.report()
+        if (empty := report.nothing_evaluated()) and not allow_empty:
+            click.echo(f"error: {empty}", err=True)
+        sys.exit(report.exit_code(allow_empty=allow_empty))
 
 
 def _pipeline_target(

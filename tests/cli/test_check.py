@@ -155,6 +155,53 @@ def test_bad_lines_are_reported_and_the_rest_is_evaluated(
     assert report["summary"]["rejected_signals"] == 1
 
 
+def test_an_empty_recording_evaluates_nothing_and_exits_two(
+    evalstream: Run, tmp_path: Path
+) -> None:
+    suite, run = files(tmp_path, "")
+    proc = evalstream("check", "-s", suite, run, "-f", "json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["summary"]["episodes"] == 0  # the report is still written
+    assert proc.stderr == (
+        "error: nothing was evaluated: the input holds no episode (an empty file or stdin?); "
+        "pass --allow-empty if that is expected\n"
+    )
+    allowed = evalstream("check", "-s", suite, run, "--allow-empty")
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_a_match_or_case_id_typo_that_evaluates_nothing_names_the_cause(
+    evalstream: Run, tmp_path: Path
+) -> None:
+    attrs = {"agent_id": "support-bot", "case_id": "c"}
+    episodes = jsonl(
+        [
+            {**signal, "id": f"{i}{signal['id']}", "episode_id": f"e{i}"}
+            | ({"attrs": attrs} if "attrs" in signal else {})
+            for i in range(3)
+            for signal in (START, CALL, END)
+        ]
+    )
+    typo = SUITE.replace("name: tiny\n", "name: tiny\nmatch: {agent_id: suport-bot}\n")
+    suite, run = files(tmp_path, episodes, typo)
+    proc = evalstream("check", "-s", suite, run)
+    assert proc.returncode == 2, proc.stdout
+    assert "0 unevaluated" not in proc.stdout
+    assert "3 unevaluated of 3 episodes" in proc.stdout
+    assert "error: nothing was evaluated: 3 episode(s), none with an applicable assertion" in (
+        proc.stderr
+    )
+    assert "`match:`" in proc.stderr
+    assert "agent_id='support-bot'" in proc.stderr
+    assert "--allow-empty" in proc.stderr
+    no_defaults = "name: tiny\ncases:" + SUITE.split("cases:", maxsplit=1)[1]
+    suite, run = files(tmp_path, PASSING.replace('"case_id": "c"', '"case_id": "C"'), no_defaults)
+    proc = evalstream("check", "-s", suite, run)
+    assert proc.returncode == 2, proc.stdout
+    assert "case_id(s) 'C' match no case of the suites" in proc.stderr
+    assert evalstream("check", "-s", suite, run, "--allow-empty").returncode == 0
+
+
 def test_usage_errors_exit_two_without_traceback(evalstream: Run, tmp_path: Path) -> None:
     suite, run = files(tmp_path, PASSING, "name: s\ndefaultAssertions:\n  - type: signal.nope\n")
     proc = evalstream("check", "-s", suite, run)

@@ -135,6 +135,18 @@ def test_replay_usage_errors(tmp_path: Path, args: list[str], message: str) -> N
     assert "Traceback" not in proc.stderr
 
 
+def test_replay_of_an_empty_recording_exits_two_unless_allowed(tmp_path: Path) -> None:
+    path = tmp_path / "rec.jsonl"
+    path.write_text("")
+    suite = str(EXAMPLE / "suite.yaml")
+    proc = cli("replay", str(path), "--suite", suite, "--format", "json")
+    assert proc.returncode == 2
+    assert "error: nothing was evaluated: the input holds no episode" in proc.stderr
+    assert "--allow-empty" in proc.stderr
+    allowed = cli("replay", str(path), "--suite", suite, "--allow-empty", "--format", "json")
+    assert allowed.returncode == 0, allowed.stderr
+
+
 def test_a_broken_recording_is_a_user_error(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     path.write_text('{"topic": "t"}\n')
