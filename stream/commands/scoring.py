@@ -1,8 +1,9 @@
 """Seed 002's commands: `status`, `score`, `report` and `nightly` (docs/scoring.md).
 
 Exit codes: 0 every episode passed; 1 an episode failed (a CRITICAL alert or a failed
-assertion) — for `nightly`, a CRITICAL alert or regression; 2 a usage or input error, or
-episodes that were rejected as bad input (they are listed in the results).
+assertion) — for `nightly`, a CRITICAL alert or regression; 2 a usage or input error,
+episodes that were rejected as bad input (they are listed in the results), or — for `score`
+— nothing scored or no suite assertion applied (unless --allow-empty).
 """
 
 from __future__ import annotations
@@ -244,11 +245,17 @@ def status(store_url: str, timeout_s: float) -> None:
     type=click.Path(dir_okay=False, writable=True),
     help="Write the scored episodes' per-key summary here, a baseline file for --baseline.",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Exit 0 even when nothing was scored, or no suite assertion applied (else exit 2).",
+)
 def score(
     files: tuple[str, ...],
     output: str | None,
     markdown: str | None,
     save_baseline: str | None,
+    allow_empty: bool,
     **options: Any,
 ) -> None:
     """Score episodes (from FILES or --store-url) against a baseline on five dimensions.
@@ -279,7 +286,35 @@ def score(
         click.echo(line)
     for rejected in run.rejected:
         click.echo(f"error: {rejected.message}", err=True)
+    empty = None if allow_empty else _nothing_evaluated(run, settings)
+    if empty is not None:
+        click.echo(f"error: {empty}; pass --allow-empty if that is expected", err=True)
+        sys.exit(2)
     sys.exit(run.exit_code())
+
+
+def _nothing_evaluated(run: ScoreRun, settings: ScoreSettings) -> str | None:
+    """Why the run evaluated nothing, naming the likely cause; None when it evaluated some.
+    (Rejected episodes already exit 2 with their own messages.)"""
+    if run.rejected:
+        return None
+    if not run.episodes:
+        if settings.store_url is not None:
+            given = {k: v for k, v in run.source.get("filters", {}).items() if v is not None}
+            where = f"the store returned no episode for the filters {given}"
+        else:
+            where = "the files hold no episode that passes the filters (an empty file?)"
+        running = f"; {len(run.skipped)} still running" if run.skipped else ""
+        return f"nothing was scored: {where}{running}"
+    if settings.suites and not any(e.assertions for e in run.episodes):
+        attrs = run.episodes[0].inp.attrs
+        first = ", ".join(f"{k}={attrs.get(k)!r}" for k in ("agent_id", "case_id"))
+        return (
+            f"nothing was evaluated: no assertion of the suites applied to any of the "
+            f"{len(run.episodes)} episode(s) (check the suites' `match:` and case ids against "
+            f"the episodes; the first has {first})"
+        )
+    return None
 
 
 @click.command()

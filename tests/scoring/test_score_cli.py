@@ -339,6 +339,34 @@ def test_suites_decide_correctness(evalstream: Run, tmp_path: Path) -> None:
     assert episodes["good"]["scores"]["cost_delta_pct"] is None
 
 
+def test_score_of_nothing_exits_two_and_names_the_cause(evalstream: Run, tmp_path: Path) -> None:
+    empty = export(tmp_path, [], "empty.ndjson")
+    proc = evalstream("score", empty, "--no-baseline")
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr == (
+        "error: nothing was scored: the files hold no episode that passes the filters (an empty "
+        "file?); pass --allow-empty if that is expected\n"
+    )
+    assert evalstream("score", empty, "--allow-empty").returncode == 0
+
+    typo = tmp_path / "suite.yaml"
+    typo.write_text(
+        "name: refunds\nmatch: {agent_id: suport-bot}\n"
+        "defaultAssertions:\n  - type: tool.called\n    name: refund\n"
+    )
+    path = export(
+        tmp_path, [make_episode(f"e{i}", start=T0 + timedelta(minutes=i)) for i in range(3)]
+    )
+    proc = evalstream("score", path, "--suite", str(typo), "--no-baseline")
+    assert proc.returncode == 2, proc.stdout
+    assert (
+        "nothing was evaluated: no assertion of the suites applied to any of the 3" in proc.stderr
+    )
+    assert "agent_id='support-bot'" in proc.stderr
+    allowed = evalstream("run", path, "--suite", str(typo), "--no-baseline", "--allow-empty")
+    assert allowed.returncode == 0, allowed.stderr
+
+
 def bad_episodes() -> list[dict[str, JSON]]:
     negative = make_episode("negative-cost")
     negative["steps"][0]["cost_usd"] = -0.01
