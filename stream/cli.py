@@ -22,6 +22,7 @@ from rich.console import Console
 
 from assertions.assembly import CloseRules
 from assertions.errors import InputError
+from assertions.judging import Judge
 from assertions.pricing import PricingTable, default_pricing, load_pricing
 from assertions.reports.check_report import render_json, render_junit, render_markdown
 from assertions.results import Summary
@@ -33,13 +34,17 @@ from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
-from stream.judge import make_judge
+from stream.judge import judge_from
 from stream.metrics import PipelineMetrics
 from stream.offline import check_files
 from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings, load_settings
 from stream.table import print_table
 
 FORMATS = ("table", "json", "markdown", "junit")
+JUDGE_HELP = (
+    "module:factory returning a Judge for llm.judge (default: the Anthropic judge when "
+    "ANTHROPIC_API_KEY is set; without either, llm.judge is `error`)."
+)
 ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a likely typo)."
 
 
@@ -102,6 +107,7 @@ def common_options(func: Callable[..., None]) -> Callable[..., None]:
             show_default=True,
             help="Sort signals by (timestamp, seq) within this lateness.",
         ),
+        click.option("--judge", "judge_spec", help=JUDGE_HELP),
     ]
     for option in reversed(options):
         func = option(func)
@@ -113,6 +119,14 @@ class Loaded:
     suites: list[Suite]
     pricing: PricingTable
     rules: CloseRules
+    judge_spec: str | None = None
+
+    def judge(self, metrics: PipelineMetrics | None = None) -> Judge | None:
+        """The judge of `llm.judge` (stream.judge.judge_from); a bad --judge is a UserError."""
+        try:
+            return judge_from(self.judge_spec, metrics, pricing=self.pricing)
+        except InputError as exc:
+            raise UserError(str(exc)) from exc
 
 
 def load_common(
@@ -122,6 +136,7 @@ def load_common(
     grace_ms: float,
     inactivity_ms: float,
     reorder_ms: float,
+    judge_spec: str | None = None,
 ) -> Loaded:
     try:
         return Loaded(
@@ -133,6 +148,7 @@ def load_common(
                 inactivity_ms=inactivity_ms,
                 reorder_ms=reorder_ms,
             ),
+            judge_spec=judge_spec,
         )
     except (InputError, ValueError) as exc:
         raise UserError(str(exc)) from exc
@@ -169,7 +185,7 @@ def check(
             loaded.suites,
             rules=loaded.rules,
             pricing=loaded.pricing,
-            judge=make_judge(pricing=loaded.pricing),
+            judge=loaded.judge(),
             episode_id=episode_id,
         )
     except InputError as exc:
@@ -278,7 +294,7 @@ def up(
                 follow=follow,
                 metrics=metrics,
                 console=console,
-                judge=make_judge(metrics, pricing=loaded.pricing),
+                judge=loaded.judge(metrics),
                 scoring=scoring_settings,
                 gateway=gateway,
             )
@@ -311,6 +327,8 @@ def up_on_kafka(
     scoring: str | None,
 ) -> None:
     """`up --kafka`: publish the given files to the signals topic, then run the worker."""
+    if loaded.judge_spec is not None:
+        raise UserError("--judge does not reach the Kafka worker: it uses ANTHROPIC_API_KEY")
     rules = loaded.rules
     settings = settings_from(
         None,

@@ -1,7 +1,8 @@
 """The judge as the runtimes use it: `AnthropicJudge` reporting to the Prometheus metrics.
 
 `make_judge(metrics)` returns None without an API key, so `llm.judge` assertions are `error`
-(never `pass`) rather than the run failing to start.
+(never `pass`) rather than the run failing to start. `judge_from(spec)` is the rule every
+evaluating command follows: `--judge module:factory` when given, else `make_judge`.
 """
 
 from __future__ import annotations
@@ -9,8 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from assertions.errors import InputError
+from assertions.judging import Judge
 from assertions.pricing import PricingTable
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
+from connectors.targets.python_callable import load_callable
 from stream.metrics import PipelineMetrics
 
 
@@ -45,3 +49,28 @@ def make_judge(
         return None
     observer = PrometheusJudgeObserver(metrics) if metrics is not None else None
     return AnthropicJudge(settings, pricing=pricing, observer=observer)
+
+
+def judge_from(
+    spec: str | None,
+    metrics: PipelineMetrics | None = None,
+    *,
+    pricing: PricingTable | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Judge | None:
+    """The judge of `llm.judge`: `spec` (`module:factory` or `file.py:factory`, a callable
+    returning an object with `async judge(request)`) when given, else the Anthropic judge
+    the environment configures (ANTHROPIC_API_KEY), else None. A bad spec is an InputError."""
+    if spec is None:
+        return make_judge(metrics, pricing=pricing, env=env)
+    try:
+        factory = load_callable(spec)
+    except InputError as exc:
+        raise InputError(f"--judge: {exc}") from exc
+    judge = factory()
+    if not callable(getattr(judge, "judge", None)):
+        raise InputError(
+            f"--judge {spec!r} returned {type(judge).__name__}, which has no `judge(request)` "
+            "method; the factory must return a Judge (see assertions/judging.py)"
+        )
+    return judge  # type: ignore[no-any-return]  # checked: it has the protocol's method

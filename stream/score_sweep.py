@@ -56,6 +56,7 @@ from assertions.suites import SuiteSet, load_suite
 from connectors.episode_files import FileProblem, read_episode_files
 from connectors.episode_store import EpisodeQuery, EpisodeStoreClient
 from connectors.store_episode_codec import StoreEpisodeError, episode_to_signals
+from stream.judge import judge_from
 from stream.offline import resolve_judgements
 
 JSON = Any
@@ -99,6 +100,11 @@ class ScoreSettings(BaseModel):
     timeout_s: float = Field(10.0, gt=0)
     suites: list[str] = Field(default_factory=list)
     pricing: str | None = None
+    judge: str | None = Field(
+        None,
+        description="module:factory returning the Judge of llm.judge (default: the Anthropic "
+        "judge when ANTHROPIC_API_KEY is set).",
+    )
     baseline: BaselineMode = "rolling"
     baseline_file: str | None = None
     baseline_run: str | None = None
@@ -255,6 +261,7 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
     for settings and store problems, records bad episodes in the run."""
     pricing = load_pricing(Path(settings.pricing)) if settings.pricing else default_pricing()
     suites = [load_suite(path) for path in settings.suites]
+    judge = judge_from(settings.judge, pricing=pricing) if suites else None
     baselines, baseline_info = _baseline_store(settings)
     detector = (
         RegressionDetector(RegressionConfig.load(settings.regression))
@@ -303,7 +310,7 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
     started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
     for item in ordered:
         closed = scorer.evaluate(item.signals)
-        await resolve_judgements([closed], None)
+        await resolve_judgements([closed], judge)
         try:
             scorer.score(closed)
         except BaselineMismatchError as exc:

@@ -49,11 +49,11 @@ from assertions.evalruns.variants import load_variants
 from assertions.judging import Judge
 from assertions.pricing import PricingTable, default_pricing, load_pricing
 from assertions.suites import Suite, load_suite
-from connectors.targets.python_callable import load_callable
 from connectors.targets.spec import parse_target
 from stream.evalruns.matrix import MatrixRunner
 from stream.evalruns.progress import RichProgress
 from stream.evalruns.runner import DatasetRunner, RunSettings
+from stream.judge import judge_from
 
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130
@@ -90,21 +90,12 @@ def _pricing(path: str | None) -> PricingTable:
         raise _user_error(str(exc)) from exc
 
 
-def _judge(spec: str | None) -> Judge | None:
-    """`--judge module:factory`: a callable returning an object with `async judge(request)`."""
-    if spec is None:
-        return None
+def _judge(spec: str | None, pricing: PricingTable) -> Judge | None:
+    """`--judge module:factory`, else the Anthropic judge of the environment, else none."""
     try:
-        factory = load_callable(spec)
+        return judge_from(spec, pricing=pricing)
     except InputError as exc:
-        raise _user_error(f"--judge: {exc}") from exc
-    judge = factory()
-    if not callable(getattr(judge, "judge", None)):
-        raise _user_error(
-            f"--judge {spec!r} returned {type(judge).__name__}, which has no `judge(request)` "
-            "method; the factory must return a Judge (see assertions/judging.py)"
-        )
-    return judge  # type: ignore[no-any-return]  # checked: it has the protocol's method
+        raise _user_error(str(exc)) from exc
 
 
 def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -279,7 +270,12 @@ common_run_options = [
     click.option("--tag", "tags", multiple=True, help="Run cases with this tag (repeatable)."),
     click.option("--case", "case_ids", multiple=True, help="Run this case id (repeatable)."),
     click.option("--fail-fast", is_flag=True, help="Stop at the first sample that does not pass."),
-    click.option("--judge", "judge_spec", help="module:factory returning a Judge for llm.judge."),
+    click.option(
+        "--judge",
+        "judge_spec",
+        help="module:factory returning a Judge for llm.judge (default: the Anthropic judge "
+        "when ANTHROPIC_API_KEY is set).",
+    ),
     click.option(
         "--pricing",
         type=click.Path(exists=True, dir_okay=False),
@@ -376,13 +372,14 @@ def eval_command(
     """Run DATASET's cases against a target and evaluate them (seed 003 runDataset)."""
     suite, settings = _prepare(dataset, reports, no_signals, run)
     base = _load_run(baseline) if baseline else None
+    costs = _pricing(pricing)
     try:
         runner = DatasetRunner(
             suite,
             parse_target(target),
             settings,
-            judge=_judge(judge_spec),
-            pricing=_pricing(pricing),
+            judge=_judge(judge_spec, costs),
+            pricing=costs,
             variant_id=variant_id,
             config=_config(config_pairs),
         )
@@ -472,14 +469,15 @@ def matrix_command(
 ) -> None:
     """Run DATASET once per variant; rank them and recommend one (seed 003 runMatrix)."""
     suite, settings = _prepare(dataset, reports, no_signals, run)
+    costs = _pricing(pricing)
     try:
         variants = load_variants(variants_path)
         runner = MatrixRunner(
             suite,
             variants,
             settings,
-            judge=_judge(judge_spec),
-            pricing=_pricing(pricing),
+            judge=_judge(judge_spec, costs),
+            pricing=costs,
             compare_options=CompareOptions(
                 fail_on="warning" if fail_on == "warning" else "critical",
                 allow_removed=allow_removed,

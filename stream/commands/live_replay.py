@@ -53,6 +53,8 @@ def run_live(
     if fmt not in ("table", "json"):
         raise _user_error(f"--mode live reports as table or json, not {fmt!r}")
     loaded = load_common(**evaluation)
+    if loaded.judge_spec is not None:
+        raise _user_error("--judge: a live replay asks no LLM judge (llm.judge is `error`)")
     client = MessagesClient(base_url, api_key=os.environ.get(api_key_env), model=model)
     replayer = LiveReplayer(
         client,

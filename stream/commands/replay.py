@@ -181,6 +181,12 @@ def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
         click.option("--grace-ms", type=float, default=2000.0, show_default=True),
         click.option("--inactivity-ms", type=float, default=300_000.0, show_default=True),
         click.option("--reorder-ms", type=float, default=0.0, show_default=True),
+        click.option(
+            "--judge",
+            "judge_spec",
+            help="check/embedded: module:factory returning a Judge for llm.judge (default: "
+            "the Anthropic judge when ANTHROPIC_API_KEY is set).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -367,7 +373,12 @@ def _pipeline_target(
                     "pass another --metrics-port"
                 ) from exc
     return PipelineTarget(
-        loaded.suites, rules=loaded.rules, pricing=loaded.pricing, metrics=metrics, sink=sink
+        loaded.suites,
+        rules=loaded.rules,
+        pricing=loaded.pricing,
+        judge=loaded.judge(metrics),
+        metrics=metrics,
+        sink=sink,
     )
 
 

@@ -83,6 +83,11 @@ def score_options(func: Callable[..., None]) -> Callable[..., None]:
             help="Pricing table JSON for suite assertions (episode costs come from the store).",
         ),
         click.option(
+            "--judge",
+            help="module:factory returning a Judge for the suites' llm.judge (default: the "
+            "Anthropic judge when ANTHROPIC_API_KEY is set).",
+        ),
+        click.option(
             "--baseline",
             "baseline_file",
             type=click.Path(dir_okay=False),
