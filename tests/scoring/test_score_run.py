@@ -129,6 +129,26 @@ async def test_rerunning_a_window_gives_the_same_results_and_exit_code(tmp_path:
     ]
 
 
+@pytest.mark.asyncio
+async def test_a_state_file_of_the_older_shape_is_read_as_the_current_state(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "baselines.json"
+    first = write_episodes(tmp_path / "first.ndjson", [0.02] * 5)
+    settings = NightlySettings(
+        files=[str(first)], since=None, out_dir=str(tmp_path), baseline_state=str(state)
+    )
+    await run_nightly(settings, now=NOW)
+    state.write_text(json.dumps(json.loads(state.read_text())["current"]))  # the bare baselines
+    second = tmp_path / "second.ndjson"
+    second.write_text(json.dumps(make_episode("next", cost=0.03)) + "\n")
+    [scored] = (
+        await run_nightly(settings.model_copy(update={"files": [str(second)]}), now=NOW)
+    ).run.episodes
+    assert scored.scores.cost_delta_pct == 50.0
+    assert json.loads(state.read_text())["kind"] == "rolling-baseline-state"
+
+
 def test_parse_since() -> None:
     assert parse_since("24h", NOW) == NOW - timedelta(hours=24)
     assert parse_since("90m", NOW) == NOW - timedelta(minutes=90)
