@@ -8,8 +8,11 @@ repeats. A verdict's key names the rule version too, so two versions of a rule n
 from __future__ import annotations
 
 import base64
+import hashlib
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from assertions.engine import AssertionOutcome
 from assertions.results import EpisodeResult, iso_ms
@@ -50,7 +53,11 @@ def episode_record(result: EpisodeResult) -> dict[str, JSON]:
 
 @dataclass(frozen=True)
 class DeadLetter:
-    """Input that could not be processed, kept whole: original bytes, where, and why."""
+    """Input that could not be processed: original bytes, where, and why.
+
+    A dead letter must itself fit the broker's message limit, or publishing it fails for
+    ever: `to_json(max_bytes=...)` keeps the original bytes whole when they fit and otherwise
+    keeps a prefix, with the full size and SHA-256 (`value_truncated` / `key_truncated`)."""
 
     reason: str
     message: str
@@ -65,8 +72,9 @@ class DeadLetter:
     def dedupe_key(self) -> str:
         return f"{self.topic}/{self.partition}/{self.offset}"
 
-    def to_json(self) -> dict[str, JSON]:
-        return {
+    def to_json(self, max_bytes: int | None = None) -> dict[str, JSON]:
+        """The record; with `max_bytes`, its JSON encoding is at most that long."""
+        record: dict[str, JSON] = {
             "dedupe_key": self.dedupe_key,
             "reason": self.reason,
             "message": self.message,
@@ -77,6 +85,21 @@ class DeadLetter:
             "key_b64": _b64(self.key),
             "value_b64": _b64(self.value),
         }
+        if max_bytes is None or len(orjson.dumps(record)) <= max_bytes:
+            return record
+        # Too large: the value (then the key, if that is not enough) shrinks to a prefix.
+        for field, data in (("value", self.value), ("key", self.key)):
+            if data is None:
+                continue
+            record[f"{field}_b64"] = ""
+            record[f"{field}_truncated"] = True
+            record[f"{field}_size"] = len(data)
+            record[f"{field}_sha256"] = hashlib.sha256(data).hexdigest()
+            room = max_bytes - len(orjson.dumps(record))
+            if room >= 0:
+                record[f"{field}_b64"] = _b64(data[: room // 4 * 3])
+                return record
+        return record  # only a message longer than the limit gets here
 
 
 def _b64(data: bytes | None) -> str | None:

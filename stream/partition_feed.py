@@ -17,7 +17,8 @@ from typing import Any, Protocol
 import orjson
 
 from connectors.batched_output import BatchedOutput
-from stream.pipeline import ALERTS, Envelope, Pipeline
+from stream.dead_letter_output import DeadLetterOutput
+from stream.pipeline import ALERTS, DLQ, Envelope, Pipeline
 
 log = logging.getLogger("evalstream.worker")
 
@@ -82,6 +83,9 @@ class SinkOwner(Protocol):
     @property
     def alert_sinks(self) -> AlertOffer | None: ...
 
+    @property
+    def dead_letters(self) -> DeadLetterOutput: ...
+
 
 class PartitionSink:
     """Publishes a partition's outputs into the worker's batches; their delivery futures
@@ -93,6 +97,11 @@ class PartitionSink:
 
     async def publish(self, stream: str, key: str, record: dict[str, Any]) -> None:
         owner = self.owner
+        if stream == DLQ:  # on its own: a refused dead letter concerns no other record
+            sent = await owner.dead_letters.send(key.encode(), record)
+            if self.state is not None:
+                self.state.pending.append(sent)
+            return
         future = await owner.output.append(
             owner.out_names[stream], key.encode(), orjson.dumps(record)
         )

@@ -39,6 +39,11 @@ VERDICTS, EPISODES, ALERTS, DLQ = "verdicts", "episodes", "alerts", "dlq"
 OBSERVATIONS, BASELINES = "observations", "baselines"
 ALERT_DIMENSIONS = (*DIMENSIONS, "overall")
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_576
+# What a Kafka record adds to its key and value (batch header, record header, varints),
+# rounded up: a dead letter's JSON gets the broker's limit minus this and its key.
+RECORD_OVERHEAD_BYTES = 512
+# A dead letter is keyed by the original key, unless that is absurdly long.
+MAX_DEAD_LETTER_KEY_BYTES = 4096
 
 
 class RegressionHook(Protocol):
@@ -117,6 +122,7 @@ class Pipeline:
         llm_topics: frozenset[str] = frozenset({"llm-calls"}),
         require_key: bool = False,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_dead_letter_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         on_result: Callable[[EpisodeResult], None] | None = None,
         event_time: bool = False,
         suite_set: SuiteSet | None = None,
@@ -128,7 +134,10 @@ class Pipeline:
         """`event_time`: drive grace and inactivity by the input's own timestamps (a replay of a
         finite recording, exactly as `evalstream check` does) instead of the wall clock.
         `time_each_message`: observe the evaluation-latency histogram per message (a batch
-        of one); a caller that handles batches (the Kafka worker) observes per batch."""
+        of one); a caller that handles batches (the Kafka worker) observes per batch.
+        `max_dead_letter_bytes`: the largest message the dead-letter topic takes (key, value
+        and record overhead); a dead letter that would be larger keeps only a prefix of the
+        original bytes, with their size and SHA-256."""
         self.pricing = pricing or default_pricing()
         # Pipelines of one process may share a suite set: plans compile once.
         self.suite_set = suite_set or SuiteSet(suites, CompileContext(self.pricing))
@@ -140,6 +149,7 @@ class Pipeline:
         self.llm_topics = llm_topics
         self.require_key = require_key
         self.max_message_bytes = max_message_bytes
+        self.max_dead_letter_bytes = max_dead_letter_bytes
         self.on_result = on_result
         self.event_time = event_time
         self.scoring = scoring
@@ -362,8 +372,13 @@ class Pipeline:
             env.value,
             env.timestamp_ms,
         )
-        key = env.key.decode("utf-8", "replace") if env.key is not None else letter.dedupe_key
-        await self.sink.publish(DLQ, key, letter.to_json())
+        raw = env.key
+        if raw is None or len(raw) > MAX_DEAD_LETTER_KEY_BYTES:
+            key = letter.dedupe_key
+        else:
+            key = raw.decode("utf-8", "replace")
+        budget = self.max_dead_letter_bytes - RECORD_OVERHEAD_BYTES - len(key.encode())
+        await self.sink.publish(DLQ, key, letter.to_json(max_bytes=budget))
 
     # --- time ----------------------------------------------------------------------------
 
