@@ -187,10 +187,11 @@ async def _partitions(consumer: Any, topic: str) -> list[int]:
 class TopicWriter:
     """Produces messages to one topic with acks from all replicas.
 
-    A message keeps its recorded partition when the topic has it, so each partition's log
-    is reproduced in order (and an episode's messages, which share a partition, stay
-    together); otherwise its key decides (Kafka's default partitioner, as evalstream's
-    producers use). `keep_timestamps` produces each message with its recorded timestamp."""
+    A keyed message goes where its key decides (Kafka's default partitioner, murmur2, as
+    evalstream's producers use and the worker checks), so an episode's messages stay together
+    even under a renamed key or another partition count; a message without a key keeps its
+    recorded partition when the topic has it. `keep_timestamps` produces each message with its
+    recorded timestamp."""
 
     def __init__(
         self, bootstrap: str, topic: str, *, keep_timestamps: bool = True, window: int = 1000
@@ -225,7 +226,8 @@ class TopicWriter:
         self._partition_set = frozenset(partitions)
 
     async def send(self, msg: RecordedMessage) -> None:
-        partition = msg.partition if msg.partition in self._partition_set else None
+        keep = msg.key is None and msg.partition in self._partition_set
+        partition = msg.partition if keep else None
         future = await self._producer.send(
             self.topic,
             value=msg.value,

@@ -126,6 +126,19 @@ class PartitionHooks(Protocol):
 
     def seek(self, partition: int, offset: int) -> None: ...
 
+    def partition_of(self, key: bytes) -> int:
+        """The partition of the signals topic that `key` belongs to (murmur2)."""
+        ...
+
+
+def wrong_partition_message(key: bytes, expected: int, partition: int) -> str:
+    return (
+        f"message key {key.decode('utf-8', 'replace')!r} belongs to partition {expected} "
+        f"(murmur2 of the key, as Kafka's Java client and aiokafka choose it) but arrived on "
+        f"partition {partition}: its episode would be split. Publish with a murmur2 "
+        "partitioner (kcat / librdkafka: -X topic.partitioner=murmur2_random)"
+    )
+
 
 async def feed_records(
     state: PartitionState, records: list[Any], topic: str, hooks: PartitionHooks
@@ -136,6 +149,7 @@ async def feed_records(
     open_episodes = pipeline.assembler.open
     markers = state.markers
     first_offset = state.first_offset
+    partition_of = hooks.partition_of
     consumed = 0
     try:
         for record in records:
@@ -166,7 +180,13 @@ async def feed_records(
                 value = b""
             env = Envelope(topic, value, key, state.partition, offset, int(now_ms))
             episode_id = None if key is None else key.decode("utf-8", "replace")
-            if (
+            if key is not None and (expected := partition_of(key)) != state.partition:
+                # Never a second instance of an episode whose signals are elsewhere.
+                consumed += 1
+                await pipeline.dead_letter(
+                    env, "wrong_partition", wrong_partition_message(key, expected, state.partition)
+                )
+            elif (
                 episode_id is None
                 # Only a control record or a signal of a closed episode needs the slow path.
                 or not (episode_id in markers or value.startswith(CONTROL_PREFIX))

@@ -293,7 +293,9 @@ class Worker:
         self.output = BatchedOutput(self.producer)
         self.dead_letters = DeadLetterOutput(self.producer, settings.topic("dlq"), self.metrics)
         await self._read_dead_letter_limit()
-        await self.output.add_topics([*self.out_names.values(), settings.topic("closed")])
+        await self.output.add_topics(
+            [*self.out_names.values(), settings.topic("closed"), settings.topic("signals")]
+        )
         self.consumer = SignalsConsumer(
             settings.broker,
             settings.topic("signals"),
@@ -378,6 +380,9 @@ class Worker:
     def seek(self, partition: int, offset: int) -> None:
         assert self.consumer is not None
         self.consumer.seek(partition, offset)
+
+    def partition_of(self, key: bytes) -> int:
+        return self.output.partition_of(self.settings.topic("signals"), key)
 
     async def send_markers(self, state: PartitionState) -> None:
         topic = self.settings.topic("closed")
