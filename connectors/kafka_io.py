@@ -187,16 +187,24 @@ async def _partitions(consumer: Any, topic: str) -> list[int]:
 class TopicWriter:
     """Produces messages to one topic with acks from all replicas.
 
-    A keyed message goes where its key decides (Kafka's default partitioner, murmur2, as
-    evalstream's producers use and the worker checks), so an episode's messages stay together
-    even under a renamed key or another partition count; a message without a key keeps its
-    recorded partition when the topic has it. `keep_timestamps` produces each message with its
-    recorded timestamp."""
+    A message keeps its recorded partition when the topic has it, so each partition's log
+    is reproduced in order (and an episode's messages, which share a partition, stay
+    together); otherwise its key decides (Kafka's default partitioner, as evalstream's
+    producers use). With `by_key` (renamed episode ids: a new key has its own partition,
+    which the worker checks) every keyed message goes where its key decides.
+    `keep_timestamps` produces each message with its recorded timestamp."""
 
     def __init__(
-        self, bootstrap: str, topic: str, *, keep_timestamps: bool = True, window: int = 1000
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        keep_timestamps: bool = True,
+        window: int = 1000,
+        by_key: bool = False,
     ) -> None:
         self.bootstrap = bootstrap
+        self.by_key = by_key
         self.topic = topic
         self.keep_timestamps = keep_timestamps
         self.window = window
@@ -226,7 +234,7 @@ class TopicWriter:
         self._partition_set = frozenset(partitions)
 
     async def send(self, msg: RecordedMessage) -> None:
-        keep = msg.key is None and msg.partition in self._partition_set
+        keep = msg.partition in self._partition_set and not (self.by_key and msg.key is not None)
         partition = msg.partition if keep else None
         future = await self._producer.send(
             self.topic,
