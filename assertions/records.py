@@ -3,6 +3,10 @@
 At-least-once delivery means a record may be published twice; its `dedupe_key` is the same
 both times, and so is its content whenever the input was the same, so consumers can drop
 repeats. A verdict's key names the rule version too, so two versions of a rule never collide.
+
+An episode id may open again after its episode closed (an agent reusing ids, a signal after
+the worker forgot the close): that is another episode, so the keys of an episode's records
+name its instance too, by the id of the signal that opened it: `<episode_id>@<signal id>`.
 """
 
 from __future__ import annotations
@@ -20,16 +24,23 @@ from assertions.results import EpisodeResult, iso_ms
 JSON = Any
 
 
+def episode_key(episode_id: str, instance: str | None) -> str:
+    """The episode instance's part of a dedupe key (`instance`: its first signal's id)."""
+    return episode_id if instance is None else f"{episode_id}@{instance}"
+
+
 def verdict_record(
     episode_id: str,
     outcome: AssertionOutcome,
     attrs: dict[str, JSON],
     *,
     early: bool,
+    instance: str | None = None,
 ) -> dict[str, JSON]:
     case_id = attrs.get("case_id")
+    key = episode_id if instance is None else f"{episode_id}@{instance}"
     return {
-        "dedupe_key": f"{episode_id}/{outcome.suite}/{outcome.index}/{outcome.rule}",
+        "dedupe_key": f"{key}/{outcome.suite}/{outcome.index}/{outcome.rule}",
         "episode_id": episode_id,
         "case_id": case_id if isinstance(case_id, str) else None,
         "agent_id": attrs.get("agent_id"),
@@ -47,8 +58,8 @@ def verdict_record(
     }
 
 
-def episode_record(result: EpisodeResult) -> dict[str, JSON]:
-    return {"dedupe_key": result.episode_id, **result.to_json()}
+def episode_record(result: EpisodeResult, instance: str | None = None) -> dict[str, JSON]:
+    return {"dedupe_key": episode_key(result.episode_id, instance), **result.to_json()}
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,11 @@ class DeadLetter:
             if room >= 0:
                 record[f"{field}_b64"] = _b64(data[: room // 4 * 3])
                 return record
-        return record  # only a message longer than the limit gets here
+        # Still too large: the message goes too (a character takes at most 6 bytes in JSON).
+        record["message"] = ""
+        room = max(0, max_bytes - len(orjson.dumps(record)))
+        record["message"] = self.message[: room // 6]
+        return record
 
 
 def _b64(data: bytes | None) -> str | None:

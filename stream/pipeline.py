@@ -20,7 +20,7 @@ from assertions.errors import SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable, default_pricing
-from assertions.records import DeadLetter, episode_record, verdict_record
+from assertions.records import DeadLetter, episode_key, episode_record, verdict_record
 from assertions.regression import METRICS as REGRESSION_METRICS
 from assertions.regression import AlertEvent, AlertState, Observation, RegressionDetector
 from assertions.results import EpisodeResult
@@ -408,7 +408,9 @@ class Pipeline:
             for early in asm.drain_early():
                 ep = early.episode
                 outcome = ep.evaluation.result_of(early.top_index)
-                record = verdict_record(ep.episode_id, outcome, ep.attrs, early=True)
+                record = verdict_record(
+                    ep.episode_id, outcome, ep.attrs, early=True, instance=ep.first_signal_id
+                )
                 await self.sink.publish(VERDICTS, ep.episode_id, record)
                 self.metrics.verdict_delay.observe(max(0.0, now_s - early.signal.ts / 1000.0))
         if asm.ready:
@@ -422,11 +424,14 @@ class Pipeline:
         lead_time, verdicts = self.metrics.lead_time, self.metrics.verdicts
         for c in closed:
             result = c.result()
+            instance = c.episode.first_signal_id
             ended = result.ended_ts
             for outcome in result.assertions:
                 early = outcome.decided_at is not None
                 if not early:
-                    record = verdict_record(result.episode_id, outcome, result.attrs, early=False)
+                    record = verdict_record(
+                        result.episode_id, outcome, result.attrs, early=False, instance=instance
+                    )
                     await self.sink.publish(VERDICTS, result.episode_id, record)
                 elif ended is not None and outcome.decided_ts is not None:
                     lead_time.observe(
@@ -440,17 +445,19 @@ class Pipeline:
                         "true" if early else "false",
                     )
                 )
-            record = episode_record(result)
+            record = episode_record(result, instance)
             if self.scoring is not None:
                 scored = self.scoring.score(result, c.evaluation.facts.tool_names())
                 record.update(scored.record_fields())
-                await self._emit_scored(result, scored)
+                await self._emit_scored(result, scored, instance)
             await self.sink.publish(EPISODES, result.episode_id, record)
             self.metrics.episodes.inc((result.close_reason, result.status))
             if self.on_result is not None:
                 self.on_result(result)
 
-    async def _emit_scored(self, result: EpisodeResult, scored: ScoredEpisode) -> None:
+    async def _emit_scored(
+        self, result: EpisodeResult, scored: ScoredEpisode, instance: str
+    ) -> None:
         obs = scored.observation
         labels = self.metrics.agent_labels
         agent, variant = labels(obs.agent_id), labels(obs.variant)
@@ -466,7 +473,9 @@ class Pipeline:
                 self.metrics.baseline_delta.observe((name, agent, variant), delta)
         for alert in scored.alerts:
             self.metrics.episode_alerts.inc((alert.severity.value, alert.dimension))
-            await self.sink.publish(ALERTS, result.episode_id, episode_alert_record(alert, obs))
+            record = episode_alert_record(alert, obs)
+            record["dedupe_key"] = f"{episode_key(alert.episode_id, instance)}/{alert.dimension}"
+            await self.sink.publish(ALERTS, result.episode_id, record)
         if self.on_scored is not None:
             await self.on_scored(scored)
         if self.regression is not None:

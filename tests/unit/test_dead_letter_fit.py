@@ -46,3 +46,11 @@ def test_a_huge_key_is_cut_too() -> None:
     assert record["key_truncated"] is True
     assert record["key_size"] == 5_000
     assert key.startswith(base64.b64decode(record["key_b64"]))
+
+
+def test_a_message_longer_than_the_limit_is_cut_last() -> None:
+    long = DeadLetter("late", "é" * 5_000, "t", 0, 1, b"k", b"v" * 3_000)
+    record = long.to_json(max_bytes=2_000)
+    assert len(orjson.dumps(record)) <= 2_000
+    assert record["message"]
+    assert record["reason"] == "late"
