@@ -24,10 +24,15 @@ JSON = Any
 
 
 class DeadLetterOutput:
+    """`producer` may come later; `ready` is set once it and `limit` (the largest message
+    the dead-letter topic takes; Kafka's default until the broker says) are known."""
+
     def __init__(self, producer: Any, topic: str, metrics: PipelineMetrics) -> None:
         self.producer = producer
         self.topic = topic
         self.metrics = metrics
+        self.limit = 1_048_576
+        self.ready = asyncio.Event()
 
     async def send(self, key: bytes, record: dict[str, JSON]) -> asyncio.Future[bool]:
         """Hands the record to the producer; the future is True once the broker has it and

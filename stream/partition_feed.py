@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import orjson
@@ -126,8 +126,9 @@ class PartitionHooks(Protocol):
 
     def seek(self, partition: int, offset: int) -> None: ...
 
-    def partition_of(self, key: bytes) -> int:
-        """The partition of the signals topic that `key` belongs to (murmur2)."""
+    @property
+    def partition_of(self) -> Callable[[bytes], int]:
+        """The partition of the signals topic that a key belongs to (murmur2)."""
         ...
 
 

@@ -33,7 +33,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,6 +53,7 @@ from assertions.results import EpisodeResult
 from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_settings
 from assertions.suites import Suite, SuiteSet
 from connectors.batched_output import BatchedOutput
+from connectors.kafka_partitions import key_partition_lookup
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
 from stream.allocator import keep_large_buffers
@@ -104,6 +105,8 @@ class AwaitedSink:
 
 
 class Worker:
+    partition_of: Callable[[bytes], int]  # a signals key's partition; known once started
+
     def __init__(
         self,
         settings: WorkerSettings,
@@ -137,7 +140,6 @@ class Worker:
         self.producer: Any = None  # aiokafka's, for the signals path; made on the app's loop
         self.output: BatchedOutput = BatchedOutput(None)  # replaced once the producer runs
         self.dead_letters = DeadLetterOutput(None, settings.topic("dlq"), self.metrics)  # too
-        self.dead_letter_limit = 1_048_576  # the broker's default; read when the worker starts
         self.consumer: SignalsConsumer | None = None
         n = settings.partitions
         datadir = os.path.join(settings.data_dir, settings.app_id)
@@ -208,7 +210,7 @@ class Worker:
             judge=self.judge,
             require_key=True,
             max_message_bytes=self.settings.max_message_bytes,
-            max_dead_letter_bytes=self.dead_letter_limit,
+            max_dead_letter_bytes=self.dead_letters.limit,
             suite_set=self.suite_set,
             scoring=self.stage,
             regression=PublishedRegression(sink) if self.stage else None,
@@ -291,11 +293,12 @@ class Worker:
         )
         await self.producer.start()
         self.output = BatchedOutput(self.producer)
-        self.dead_letters = DeadLetterOutput(self.producer, settings.topic("dlq"), self.metrics)
+        self.dead_letters.producer = self.producer
         await self._read_dead_letter_limit()
-        await self.output.add_topics(
-            [*self.out_names.values(), settings.topic("closed"), settings.topic("signals")]
-        )
+        self.dead_letters.ready.set()
+        await self.output.add_topics([*self.out_names.values(), settings.topic("closed")])
+        signals = await self.producer.partitions_for(settings.topic("signals"))
+        self.partition_of = key_partition_lookup(signals)  # murmur2, as every producer's
         self.consumer = SignalsConsumer(
             settings.broker,
             settings.topic("signals"),
@@ -330,10 +333,9 @@ class Worker:
         except Exception as exc:  # the default limit then; a larger broker limit is unused
             log.warning("max.message.bytes of %s unknown (%s); assuming 1 MiB", topic, exc)
             broker_limit = None
-        if broker_limit is not None:
-            self.dead_letter_limit = broker_limit
-        self.dead_letter_limit = min(self.dead_letter_limit, self.max_request_bytes)
-        log.info("dead letters are kept under %s bytes", self.dead_letter_limit)
+        limit = broker_limit if broker_limit is not None else self.dead_letters.limit
+        self.dead_letters.limit = min(limit, self.max_request_bytes)
+        log.info("dead letters are kept under %s bytes", self.dead_letters.limit)
 
     async def _on_assigned(self, partitions: set[int]) -> None:
         self.rebalancing = False  # each partition's state is made on its first batch
@@ -380,9 +382,6 @@ class Worker:
     def seek(self, partition: int, offset: int) -> None:
         assert self.consumer is not None
         self.consumer.seek(partition, offset)
-
-    def partition_of(self, key: bytes) -> int:
-        return self.output.partition_of(self.settings.topic("signals"), key)
 
     async def send_markers(self, state: PartitionState) -> None:
         topic = self.settings.topic("closed")
@@ -445,6 +444,7 @@ class Worker:
         self, message: Any, key: bytes | None, value: bytes, reason: str, text: str
     ) -> None:
         self.metrics.rejected.labels(reason).inc()
+        await self.dead_letters.ready.wait()  # the llm-calls agent may start first
         letter = DeadLetter(
             reason, text, message.topic, message.partition, message.offset, key, value
         )
@@ -453,7 +453,7 @@ class Worker:
             if key is not None and len(key) <= MAX_DEAD_LETTER_KEY_BYTES
             else letter.dedupe_key.encode()
         )
-        budget = self.dead_letter_limit - RECORD_OVERHEAD_BYTES - len(out_key)
+        budget = self.dead_letters.limit - RECORD_OVERHEAD_BYTES - len(out_key)
         # Awaited: the broker holds it (or it was given up) before faust commits the record.
         await (await self.dead_letters.send(out_key, letter.to_json(max_bytes=budget)))
 

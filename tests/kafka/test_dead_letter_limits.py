@@ -66,10 +66,20 @@ def test_a_poison_message_near_the_limit_is_dead_lettered_truncated(deployment: 
     asyncio.run(
         produce(deployment.bootstrap, deployment.topic("signals"), [(b"ep-poison", poison)])
     )
-    letters = asyncio.run(
-        consume(deployment.bootstrap, deployment.topic("dlq"), until=1, timeout=60)
+    # The same on the LLM-call path (the worker's faust agent): not JSON, ~900 KB.
+    llm_poison = b"{" + b"z" * 900_000
+    asyncio.run(
+        produce(deployment.bootstrap, deployment.topic("llm-calls"), [(b"ep-llm", llm_poison)])
     )
-    [[letter]] = letters.values()
+    letters = asyncio.run(
+        consume(deployment.bootstrap, deployment.topic("dlq"), until=2, timeout=60)
+    )
+    by_topic = {d[0]["topic"]: d[0] for d in letters.values()}
+    llm_letter = by_topic[deployment.topic("llm-calls")]
+    assert llm_letter["reason"] == "invalid_json"
+    assert llm_letter["value_size"] == len(llm_poison)
+    assert llm_poison.startswith(base64.b64decode(llm_letter["value_b64"]))
+    letter = by_topic[deployment.topic("signals")]
     assert letter["reason"] == "missing_name"
     assert letter["value_truncated"] is True
     assert letter["value_size"] == len(poison)
