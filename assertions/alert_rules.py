@@ -203,7 +203,8 @@ class AlertRules(BaseModel):
 @dataclass(frozen=True, slots=True)
 class EpisodeAlert:
     """One alert of one episode. `value` is the Δ% (cost, latency; +inf when unbounded) or
-    the score; `threshold` the one it crossed; `dedupe_key` is `<episode_id>/<dimension>`.
+    the score; `threshold` the one it crossed; `dedupe_key` is `<episode_id>/<dimension>` (the
+    published record's names the episode instance: `<episode_id>@<first signal id>/<dimension>`).
 
     `message` is written from the fields when read: most alerts are only counted (an
     episode's pass flag, a metric), and formatting them up front cost ~12 % of scoring

@@ -70,6 +70,7 @@ class OpenEpisode:
         "end_deadline",
         "episode_id",
         "evaluation",
+        "first_signal_id",
         "last_seen",
         "opened_at",
         "reorder",
@@ -85,9 +86,13 @@ class OpenEpisode:
         attrs: dict[str, JSON],
         now: float,
         seq: int = 0,
+        *,
+        first_signal_id: str = "",
     ) -> None:
         self.seq = seq  # open order, which `due` lists episodes in
         self.episode_id = episode_id
+        # Names this instance of the episode id (an id may open again after it closed).
+        self.first_signal_id = first_signal_id
         self.evaluation = evaluation
         self.attrs = attrs
         self.opened_at = now
@@ -230,7 +235,14 @@ class EpisodeAssembler:
         plan = self.select_plan(sig.episode_id, attrs)
         model = attrs.get("model")
         facts = EpisodeFacts(self.pricing, model if isinstance(model, str) else None)
-        ep = OpenEpisode(sig.episode_id, plan.start(facts), attrs, now, next(self._opened))
+        ep = OpenEpisode(
+            sig.episode_id,
+            plan.start(facts),
+            attrs,
+            now,
+            next(self._opened),
+            first_signal_id=sig.id,
+        )
         self._scan_at = min(self._scan_at, self._scan_deadline(ep))
         if self.rules.reorder_ms > 0:
             ep.reorder = []

@@ -190,12 +190,21 @@ class TopicWriter:
     A message keeps its recorded partition when the topic has it, so each partition's log
     is reproduced in order (and an episode's messages, which share a partition, stay
     together); otherwise its key decides (Kafka's default partitioner, as evalstream's
-    producers use). `keep_timestamps` produces each message with its recorded timestamp."""
+    producers use). With `by_key` (renamed episode ids: a new key has its own partition,
+    which the worker checks) every keyed message goes where its key decides.
+    `keep_timestamps` produces each message with its recorded timestamp."""
 
     def __init__(
-        self, bootstrap: str, topic: str, *, keep_timestamps: bool = True, window: int = 1000
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        keep_timestamps: bool = True,
+        window: int = 1000,
+        by_key: bool = False,
     ) -> None:
         self.bootstrap = bootstrap
+        self.by_key = by_key
         self.topic = topic
         self.keep_timestamps = keep_timestamps
         self.window = window
@@ -225,7 +234,8 @@ class TopicWriter:
         self._partition_set = frozenset(partitions)
 
     async def send(self, msg: RecordedMessage) -> None:
-        partition = msg.partition if msg.partition in self._partition_set else None
+        keep = msg.partition in self._partition_set and not (self.by_key and msg.key is not None)
+        partition = msg.partition if keep else None
         future = await self._producer.send(
             self.topic,
             value=msg.value,

@@ -7,7 +7,7 @@ computed once per episode, not per record.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from aiokafka.partitioner import DefaultPartitioner
 
@@ -33,3 +33,22 @@ class KeyPartitions:
                 self._chosen.clear()
             self._chosen[(topic, key)] = chosen
         return chosen
+
+
+def key_partition_lookup(partitions: Collection[int]) -> Callable[[bytes], int]:
+    """`key -> partition` for one topic (all its `partitions`), cached per key: a consumer
+    that checks every record's partition asks once per record."""
+    ordered = sorted(partitions)
+    partitioner = DefaultPartitioner()
+    chosen: dict[bytes, int] = {}
+    get = chosen.get
+
+    def partition_of(key: bytes) -> int:
+        found = get(key)
+        if found is None:
+            if len(chosen) >= CACHE_LIMIT:
+                chosen.clear()
+            found = chosen[key] = int(partitioner(key, ordered, ordered))
+        return found
+
+    return partition_of

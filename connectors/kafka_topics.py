@@ -77,3 +77,27 @@ async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> di
         if all(counts.get(t, 0) > 0 for t in topics) or time.monotonic() > deadline:
             return counts
         await asyncio.sleep(0.2)
+
+
+async def topic_max_message_bytes(bootstrap: str, topic: str) -> int | None:
+    """The broker's limit for one message of `topic` (its `max.message.bytes`, which
+    defaults to the broker's `message.max.bytes`); None when the broker does not say."""
+    from aiokafka.admin.config_resource import (  # noqa: PLC0415
+        ConfigResource,
+        ConfigResourceType,
+    )
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
+    await admin.start()
+    try:
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, {"max.message.bytes": None})]
+        )
+    finally:
+        await admin.close()
+    for response in responses:
+        for resource in response.resources:
+            for entry in resource[4]:  # (error, message, type, name, config entries)
+                if entry[0] == "max.message.bytes" and entry[1] is not None:
+                    return int(entry[1])
+    return None

@@ -32,6 +32,12 @@ class PipelineMetrics:
             ["reason"],
             registry=r,
         )
+        self.dead_letter_failures = Counter(
+            "evalstream_dead_letter_failures",
+            "Dead letters the broker or producer refused, given up (logged), by reason.",
+            ["reason"],
+            registry=r,
+        )
         self.duplicates = Counter(
             "evalstream_duplicate_signals",
             "Signals dropped as duplicates of one already seen.",

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import orjson
 
 from connectors.batched_output import BatchedOutput
-from stream.pipeline import ALERTS, Envelope, Pipeline
+from stream.dead_letter_output import DeadLetterOutput
+from stream.pipeline import ALERTS, DLQ, Envelope, Pipeline
 
 log = logging.getLogger("evalstream.worker")
 
@@ -82,6 +83,9 @@ class SinkOwner(Protocol):
     @property
     def alert_sinks(self) -> AlertOffer | None: ...
 
+    @property
+    def dead_letters(self) -> DeadLetterOutput: ...
+
 
 class PartitionSink:
     """Publishes a partition's outputs into the worker's batches; their delivery futures
@@ -93,6 +97,11 @@ class PartitionSink:
 
     async def publish(self, stream: str, key: str, record: dict[str, Any]) -> None:
         owner = self.owner
+        if stream == DLQ:  # on its own: a refused dead letter concerns no other record
+            sent = await owner.dead_letters.send(key.encode(), record)
+            if self.state is not None:
+                self.state.pending.append(sent)
+            return
         future = await owner.output.append(
             owner.out_names[stream], key.encode(), orjson.dumps(record)
         )
@@ -117,6 +126,20 @@ class PartitionHooks(Protocol):
 
     def seek(self, partition: int, offset: int) -> None: ...
 
+    @property
+    def partition_of(self) -> Callable[[bytes], int]:
+        """The partition of the signals topic that a key belongs to (murmur2)."""
+        ...
+
+
+def wrong_partition_message(key: bytes, expected: int, partition: int) -> str:
+    return (
+        f"message key {key.decode('utf-8', 'replace')!r} belongs to partition {expected} "
+        f"(murmur2 of the key, as Kafka's Java client and aiokafka choose it) but arrived on "
+        f"partition {partition}: its episode would be split. Publish with a murmur2 "
+        "partitioner (kcat / librdkafka: -X topic.partitioner=murmur2_random)"
+    )
+
 
 async def feed_records(
     state: PartitionState, records: list[Any], topic: str, hooks: PartitionHooks
@@ -127,6 +150,7 @@ async def feed_records(
     open_episodes = pipeline.assembler.open
     markers = state.markers
     first_offset = state.first_offset
+    partition_of = hooks.partition_of
     consumed = 0
     try:
         for record in records:
@@ -157,7 +181,13 @@ async def feed_records(
                 value = b""
             env = Envelope(topic, value, key, state.partition, offset, int(now_ms))
             episode_id = None if key is None else key.decode("utf-8", "replace")
-            if (
+            if key is not None and (expected := partition_of(key)) != state.partition:
+                # Never a second instance of an episode whose signals are elsewhere.
+                consumed += 1
+                await pipeline.dead_letter(
+                    env, "wrong_partition", wrong_partition_message(key, expected, state.partition)
+                )
+            elif (
                 episode_id is None
                 # Only a control record or a signal of a closed episode needs the slow path.
                 or not (episode_id in markers or value.startswith(CONTROL_PREFIX))

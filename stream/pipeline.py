@@ -20,7 +20,7 @@ from assertions.errors import SignalDecodeError
 from assertions.judging import Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable, default_pricing
-from assertions.records import DeadLetter, episode_record, verdict_record
+from assertions.records import DeadLetter, episode_key, episode_record, verdict_record
 from assertions.regression import METRICS as REGRESSION_METRICS
 from assertions.regression import AlertEvent, AlertState, Observation, RegressionDetector
 from assertions.results import EpisodeResult
@@ -39,6 +39,11 @@ VERDICTS, EPISODES, ALERTS, DLQ = "verdicts", "episodes", "alerts", "dlq"
 OBSERVATIONS, BASELINES = "observations", "baselines"
 ALERT_DIMENSIONS = (*DIMENSIONS, "overall")
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_576
+# What a Kafka record adds to its key and value (batch header, record header, varints),
+# rounded up: a dead letter's JSON gets the broker's limit minus this and its key.
+RECORD_OVERHEAD_BYTES = 512
+# A dead letter is keyed by the original key, unless that is absurdly long.
+MAX_DEAD_LETTER_KEY_BYTES = 4096
 
 
 class RegressionHook(Protocol):
@@ -117,6 +122,7 @@ class Pipeline:
         llm_topics: frozenset[str] = frozenset({"llm-calls"}),
         require_key: bool = False,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_dead_letter_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         on_result: Callable[[EpisodeResult], None] | None = None,
         event_time: bool = False,
         suite_set: SuiteSet | None = None,
@@ -128,7 +134,10 @@ class Pipeline:
         """`event_time`: drive grace and inactivity by the input's own timestamps (a replay of a
         finite recording, exactly as `evalstream check` does) instead of the wall clock.
         `time_each_message`: observe the evaluation-latency histogram per message (a batch
-        of one); a caller that handles batches (the Kafka worker) observes per batch."""
+        of one); a caller that handles batches (the Kafka worker) observes per batch.
+        `max_dead_letter_bytes`: the largest message the dead-letter topic takes (key, value
+        and record overhead); a dead letter that would be larger keeps only a prefix of the
+        original bytes, with their size and SHA-256."""
         self.pricing = pricing or default_pricing()
         # Pipelines of one process may share a suite set: plans compile once.
         self.suite_set = suite_set or SuiteSet(suites, CompileContext(self.pricing))
@@ -140,6 +149,7 @@ class Pipeline:
         self.llm_topics = llm_topics
         self.require_key = require_key
         self.max_message_bytes = max_message_bytes
+        self.max_dead_letter_bytes = max_dead_letter_bytes
         self.on_result = on_result
         self.event_time = event_time
         self.scoring = scoring
@@ -362,8 +372,13 @@ class Pipeline:
             env.value,
             env.timestamp_ms,
         )
-        key = env.key.decode("utf-8", "replace") if env.key is not None else letter.dedupe_key
-        await self.sink.publish(DLQ, key, letter.to_json())
+        raw = env.key
+        if raw is None or len(raw) > MAX_DEAD_LETTER_KEY_BYTES:
+            key = letter.dedupe_key
+        else:
+            key = raw.decode("utf-8", "replace")
+        budget = self.max_dead_letter_bytes - RECORD_OVERHEAD_BYTES - len(key.encode())
+        await self.sink.publish(DLQ, key, letter.to_json(max_bytes=budget))
 
     # --- time ----------------------------------------------------------------------------
 
@@ -393,7 +408,9 @@ class Pipeline:
             for early in asm.drain_early():
                 ep = early.episode
                 outcome = ep.evaluation.result_of(early.top_index)
-                record = verdict_record(ep.episode_id, outcome, ep.attrs, early=True)
+                record = verdict_record(
+                    ep.episode_id, outcome, ep.attrs, early=True, instance=ep.first_signal_id
+                )
                 await self.sink.publish(VERDICTS, ep.episode_id, record)
                 self.metrics.verdict_delay.observe(max(0.0, now_s - early.signal.ts / 1000.0))
         if asm.ready:
@@ -407,11 +424,14 @@ class Pipeline:
         lead_time, verdicts = self.metrics.lead_time, self.metrics.verdicts
         for c in closed:
             result = c.result()
+            instance = c.episode.first_signal_id
             ended = result.ended_ts
             for outcome in result.assertions:
                 early = outcome.decided_at is not None
                 if not early:
-                    record = verdict_record(result.episode_id, outcome, result.attrs, early=False)
+                    record = verdict_record(
+                        result.episode_id, outcome, result.attrs, early=False, instance=instance
+                    )
                     await self.sink.publish(VERDICTS, result.episode_id, record)
                 elif ended is not None and outcome.decided_ts is not None:
                     lead_time.observe(
@@ -425,17 +445,19 @@ class Pipeline:
                         "true" if early else "false",
                     )
                 )
-            record = episode_record(result)
+            record = episode_record(result, instance)
             if self.scoring is not None:
                 scored = self.scoring.score(result, c.evaluation.facts.tool_names())
                 record.update(scored.record_fields())
-                await self._emit_scored(result, scored)
+                await self._emit_scored(result, scored, instance)
             await self.sink.publish(EPISODES, result.episode_id, record)
             self.metrics.episodes.inc((result.close_reason, result.status))
             if self.on_result is not None:
                 self.on_result(result)
 
-    async def _emit_scored(self, result: EpisodeResult, scored: ScoredEpisode) -> None:
+    async def _emit_scored(
+        self, result: EpisodeResult, scored: ScoredEpisode, instance: str
+    ) -> None:
         obs = scored.observation
         labels = self.metrics.agent_labels
         agent, variant = labels(obs.agent_id), labels(obs.variant)
@@ -451,7 +473,9 @@ class Pipeline:
                 self.metrics.baseline_delta.observe((name, agent, variant), delta)
         for alert in scored.alerts:
             self.metrics.episode_alerts.inc((alert.severity.value, alert.dimension))
-            await self.sink.publish(ALERTS, result.episode_id, episode_alert_record(alert, obs))
+            record = episode_alert_record(alert, obs)
+            record["dedupe_key"] = f"{episode_key(alert.episode_id, instance)}/{alert.dimension}"
+            await self.sink.publish(ALERTS, result.episode_id, record)
         if self.on_scored is not None:
             await self.on_scored(scored)
         if self.regression is not None:

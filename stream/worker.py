@@ -33,7 +33,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,10 +53,12 @@ from assertions.results import EpisodeResult
 from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_settings
 from assertions.suites import Suite, SuiteSet
 from connectors.batched_output import BatchedOutput
+from connectors.kafka_partitions import key_partition_lookup
 from connectors.llm_call_codec import llm_call_signals
 from stream.alerting import build_alert_sinks
 from stream.allocator import keep_large_buffers
 from stream.collector import freeze_startup_objects, full_collection, schedule_full_collections
+from stream.dead_letter_output import DeadLetterOutput
 from stream.judge import make_judge
 from stream.metrics import PipelineMetrics
 from stream.partition_feed import (
@@ -71,7 +73,9 @@ from stream.pipeline import (
     BASELINES,
     DLQ,
     EPISODES,
+    MAX_DEAD_LETTER_KEY_BYTES,
     OBSERVATIONS,
+    RECORD_OVERHEAD_BYTES,
     VERDICTS,
     Envelope,
     InlineRegression,
@@ -101,6 +105,8 @@ class AwaitedSink:
 
 
 class Worker:
+    partition_of: Callable[[bytes], int]  # a signals key's partition; known once started
+
     def __init__(
         self,
         settings: WorkerSettings,
@@ -133,6 +139,7 @@ class Worker:
         self.rebalancing = True  # of the signals group: until partitions are assigned
         self.producer: Any = None  # aiokafka's, for the signals path; made on the app's loop
         self.output: BatchedOutput = BatchedOutput(None)  # replaced once the producer runs
+        self.dead_letters = DeadLetterOutput(None, settings.topic("dlq"), self.metrics)  # too
         self.consumer: SignalsConsumer | None = None
         n = settings.partitions
         datadir = os.path.join(settings.data_dir, settings.app_id)
@@ -150,7 +157,7 @@ class Worker:
             broker_heartbeat_interval=1.0,
             broker_commit_interval=1.0,
             producer_acks=-1,
-            producer_max_request_size=max(settings.max_message_bytes * 2, 1_048_576),
+            producer_max_request_size=self.max_request_bytes,
         )
         app = self.app
         raw: dict[str, Any] = {"key_serializer": "raw", "value_serializer": "raw"}
@@ -185,6 +192,11 @@ class Worker:
             lambda: sum(len(s.pipeline.assembler.open) for s in list(self.states.values()))
         )
 
+    @property
+    def max_request_bytes(self) -> int:
+        """The producers' limit on one request (and so on one record)."""
+        return max(self.settings.max_message_bytes * 2, 1_048_576)
+
     # --- per-partition state -----------------------------------------------------------
 
     def _new_state(self, partition: int, start: int) -> PartitionState:
@@ -198,6 +210,7 @@ class Worker:
             judge=self.judge,
             require_key=True,
             max_message_bytes=self.settings.max_message_bytes,
+            max_dead_letter_bytes=self.dead_letters.limit,
             suite_set=self.suite_set,
             scoring=self.stage,
             regression=PublishedRegression(sink) if self.stage else None,
@@ -276,11 +289,16 @@ class Worker:
             enable_idempotence=True,
             linger_ms=2,
             max_batch_size=256 * 1024,  # outputs go out a batch at a time (BatchedOutput)
-            max_request_size=max(settings.max_message_bytes * 2, 1_048_576),
+            max_request_size=self.max_request_bytes,
         )
         await self.producer.start()
         self.output = BatchedOutput(self.producer)
+        self.dead_letters.producer = self.producer
+        await self._read_dead_letter_limit()
+        self.dead_letters.ready.set()
         await self.output.add_topics([*self.out_names.values(), settings.topic("closed")])
+        signals = await self.producer.partitions_for(settings.topic("signals"))
+        self.partition_of = key_partition_lookup(signals)  # murmur2, as every producer's
         self.consumer = SignalsConsumer(
             settings.broker,
             settings.topic("signals"),
@@ -304,6 +322,20 @@ class Worker:
                 log.exception("final commit failed; a replay covers it")
             await self.consumer.stop()
             await self.producer.stop()
+
+    async def _read_dead_letter_limit(self) -> None:
+        """A dead letter must fit the dead-letter topic's limit and the producer's."""
+        from connectors.kafka_topics import topic_max_message_bytes  # noqa: PLC0415
+
+        topic = self.settings.topic("dlq")
+        try:
+            broker_limit = await topic_max_message_bytes(self.settings.broker, topic)
+        except Exception as exc:  # the default limit then; a larger broker limit is unused
+            log.warning("max.message.bytes of %s unknown (%s); assuming 1 MiB", topic, exc)
+            broker_limit = None
+        limit = broker_limit if broker_limit is not None else self.dead_letters.limit
+        self.dead_letters.limit = min(limit, self.max_request_bytes)
+        log.info("dead letters are kept under %s bytes", self.dead_letters.limit)
 
     async def _on_assigned(self, partitions: set[int]) -> None:
         self.rebalancing = False  # each partition's state is made on its first batch
@@ -411,12 +443,19 @@ class Worker:
     async def _dead_letter_raw(
         self, message: Any, key: bytes | None, value: bytes, reason: str, text: str
     ) -> None:
-        env = Envelope(message.topic, value, key, message.partition, message.offset)
         self.metrics.rejected.labels(reason).inc()
-        letter = DeadLetter(reason, text, env.topic, env.partition, env.offset, key, value)
-        await self.out_topics[DLQ].send(
-            key=(key or letter.dedupe_key.encode()), value=orjson.dumps(letter.to_json())
+        await self.dead_letters.ready.wait()  # the llm-calls agent may start first
+        letter = DeadLetter(
+            reason, text, message.topic, message.partition, message.offset, key, value
         )
+        out_key = (
+            key
+            if key is not None and len(key) <= MAX_DEAD_LETTER_KEY_BYTES
+            else letter.dedupe_key.encode()
+        )
+        budget = self.dead_letters.limit - RECORD_OVERHEAD_BYTES - len(out_key)
+        # Awaited: the broker holds it (or it was given up) before faust commits the record.
+        await (await self.dead_letters.send(out_key, letter.to_json(max_bytes=budget)))
 
     # --- timers ----------------------------------------------------------------------------
 

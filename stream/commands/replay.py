@@ -315,7 +315,9 @@ def replay_command(
             raise _user_error("--into topic needs --topic NAME (the topic to produce to)")
         bootstrap = _broker(broker)
         target: Any = TopicTarget(
-            TopicWriter(bootstrap, to_topic, keep_timestamps=timestamps == "original")
+            TopicWriter(
+                bootstrap, to_topic, keep_timestamps=timestamps == "original", by_key=bool(rename)
+            )
         )
     else:
         if not evaluation["suites"]:

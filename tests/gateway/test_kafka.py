@@ -42,7 +42,7 @@ from tests.gateway.live import (
     read_topic_sync,
     token_env,
 )
-from tests.kafka.helpers import Deployment, consume, without_key
+from tests.kafka.helpers import Deployment, by_episode, consume, without_key
 from tests.support.messages_api import MessagesAPIServer, Reply
 from tests.support.ports import free_port
 
@@ -342,7 +342,7 @@ def test_the_worker_evaluates_what_the_gateway_ingested(
     assert len(episodes) == len(expected.results) > 0, deployment.logs()
     for result in expected.results:
         want = result.to_json()
-        got = without_key(episodes[f"globex/{result.episode_id}"][0])
+        got = without_key(by_episode(episodes)[f"globex/{result.episode_id}"][0])
         assert got["attrs"].pop("tenant") == "globex"
         assert {**got, "episode_id": result.episode_id} == want
 

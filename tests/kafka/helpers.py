@@ -204,5 +204,15 @@ def jsonl_records(path: Path) -> list[tuple[bytes, bytes]]:
     return out
 
 
+def by_episode(records: dict[str, list[dict[str, JSON]]]) -> dict[str, list[dict[str, JSON]]]:
+    """Episode records (by dedupe key, as `consume` returns them) by episode id: a dedupe key
+    names the episode's instance too (`<episode_id>@<first signal id>`)."""
+    out: dict[str, list[dict[str, JSON]]] = {}
+    for deliveries in records.values():
+        for record in deliveries:
+            out.setdefault(record["episode_id"], []).append(record)
+    return out
+
+
 def without_key(record: dict[str, JSON]) -> dict[str, JSON]:
     return {k: v for k, v in record.items() if k != "dedupe_key"}

@@ -21,6 +21,7 @@ from stream.offline import check_files
 from tests.kafka.helpers import (
     EXE,
     Deployment,
+    by_episode,
     consume,
     consume_raw,
     jsonl_records,
@@ -59,7 +60,7 @@ def test_worker_results_equal_check_and_embedded(deployment: Deployment) -> None
     )
     assert len(episodes) == len(expected.results) == 40, deployment.logs()
     for result in expected.results:
-        deliveries = episodes[result.episode_id]
+        deliveries = by_episode(episodes)[result.episode_id]
         assert all(without_key(d) == result.to_json() for d in deliveries), result.episode_id
     verdicts = asyncio.run(
         consume(
@@ -148,7 +149,10 @@ def test_duplicate_deliveries_never_produce_a_different_verdict(deployment: Depl
     )
     assert len(episodes) == len(expected.results), deployment.logs()
     for result in expected.results:
-        [record] = {json.dumps(without_key(d), sort_keys=True) for d in episodes[result.episode_id]}
+        [record] = {
+            json.dumps(without_key(d), sort_keys=True)
+            for d in by_episode(episodes)[result.episode_id]
+        }
         got = json.loads(record)
         assert got["assertions"] == result.to_json()["assertions"]
         assert got["duplicates"] == result.signals
@@ -216,7 +220,7 @@ def test_llm_call_records_join_their_episode(deployment: Deployment) -> None:
     episodes = asyncio.run(
         consume(deployment.bootstrap, deployment.topic("episodes"), until=1, timeout=60)
     )
-    [record] = episodes["ep-llm"][:1]
+    [record] = by_episode(episodes)["ep-llm"][:1]
     assert record["signals"] == 4, (record["signals"], record["close_reason"], record["metrics"])
     assert record["metrics"]["cost_usd"] == pytest.approx(0.75)  # 100k x $3/M + 30k x $15/M
     cost = next(a for a in record["assertions"] if a["type"] == "metric.cost.max")
@@ -285,9 +289,8 @@ def test_up_with_kafka_publishes_the_files_and_runs_the_worker(
         assert len(episodes) == len(expected.results) == 40, logs
         assert "published" in logs
         for result in expected.results:
-            assert all(without_key(d) == result.to_json() for d in episodes[result.episode_id]), (
-                result.episode_id
-            )
+            deliveries = by_episode(episodes)[result.episode_id]
+            assert all(without_key(d) == result.to_json() for d in deliveries), result.episode_id
         assert proc.poll() is None, logs  # the worker keeps running until stopped
     finally:
         proc.terminate()

@@ -25,7 +25,7 @@ from assertions.results import EpisodeResult
 from assertions.suites import load_suite
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
-from tests.kafka.helpers import Deployment, consume, produce, without_key
+from tests.kafka.helpers import Deployment, by_episode, consume, produce, without_key
 
 pytestmark = pytest.mark.kafka
 
@@ -138,8 +138,8 @@ def setup(
 
 
 def check_reported(dep: Deployment, expected: list[EpisodeResult]) -> None:
-    episodes = asyncio.run(
-        consume(dep.bootstrap, dep.topic("episodes"), until=len(expected), timeout=150)
+    episodes = by_episode(
+        asyncio.run(consume(dep.bootstrap, dep.topic("episodes"), until=len(expected), timeout=150))
     )
     missing = [r.episode_id for r in expected if r.episode_id not in episodes]
     assert not missing, (len(missing), missing[:5], dep.logs()[-4000:])

@@ -115,4 +115,5 @@ def test_recorded_topic_replays_to_identical_episode_results(
     assert len(checked) == episodes_n
     for key, deliveries in first.items():
         expected = {k: v for k, v in deliveries[0].items() if k != "dedupe_key"}
-        assert renamed_back(checked[f"{key}@check"], suffix="@check") == expected, key
+        episode = deliveries[0]["episode_id"]
+        assert renamed_back(checked[f"{episode}@check"], suffix="@check") == expected, key
