@@ -8,7 +8,6 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -17,7 +16,7 @@ from assertions.suites import load_suite
 from connectors.kafka_topics import ensure_topics, topic_config
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
-from tests.kafka.helpers import Deployment, consume, jsonl_records, without_key
+from tests.kafka.helpers import Deployment, consume, halves, jsonl_records, without_key
 
 pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]
@@ -64,16 +63,6 @@ async def produce_at(
         await producer.flush()
     finally:
         await producer.stop()
-
-
-def halves(records: list[tuple[bytes, bytes]]) -> tuple[list[Any], list[Any]]:
-    """Each episode's first signals, then the rest."""
-    by_episode: dict[bytes, list[tuple[bytes, bytes]]] = {}
-    for record in records:
-        by_episode.setdefault(record[0], []).append(record)
-    first = [r for signals in by_episode.values() for r in signals[: len(signals) // 2]]
-    rest = [r for signals in by_episode.values() for r in signals[len(signals) // 2 :]]
-    return first, rest
 
 
 def test_a_producer_ten_minutes_behind_gets_the_same_episodes(deployment: Deployment) -> None:
