@@ -620,7 +620,9 @@ def run_worker(
     from prometheus_client import start_http_server  # noqa: PLC0415
 
     from connectors.kafka_topics import ensure_topics  # noqa: PLC0415
+    from stream.log_filters import quiet_coordinator_discovery  # noqa: PLC0415
 
+    quiet_coordinator_discovery()  # no ERROR for a coordinator still being elected
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)  # faust and mode run on this loop
     names = [settings.topic(name) for name in TOPIC_NAMES]
