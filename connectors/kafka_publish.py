@@ -29,7 +29,7 @@ async def publish_jsonl_files(
     replication_factor: int = 1,
 ) -> int:
     """Publish every line of `files` to `topic`; returns how many records were acknowledged."""
-    await ensure_topics(bootstrap, [topic], partitions, replication_factor)
+    await ensure_topics(bootstrap, [topic], partitions, replication_factor, log_append_time=[topic])
     writer = TopicWriter(bootstrap, topic, keep_timestamps=False)
     await writer.start()
     try:

@@ -13,11 +13,15 @@ import time
 from collections.abc import Iterable
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
 from assertions.errors import InputError
 
 METADATA_WAIT_S = 15.0
+# The broker stamps each record with the time it appended it; a producer's clock then cannot
+# move the consumer's clock (see docs/operations.md, "Time on the Kafka path").
+LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 
 
 class TopicMismatchError(InputError):
@@ -31,10 +35,16 @@ async def ensure_topics(
     replication_factor: int = 1,
     *,
     compacted: Iterable[str] = (),
+    log_append_time: Iterable[str] = (),
 ) -> dict[str, int]:
-    """Create missing topics; verify existing ones. Returns topic -> partition count."""
+    """Create missing topics; verify existing ones. Returns topic -> partition count.
+
+    Topics in `compacted` are created with `cleanup.policy=compact`, topics in
+    `log_append_time` with `message.timestamp.type=LogAppendTime` (an existing topic keeps
+    its configuration: `topic_config` reads it)."""
     wanted = list(topics)
     compact = set(compacted)
+    append_time = set(log_append_time)
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
     await admin.start()
     try:
@@ -49,7 +59,10 @@ async def ensure_topics(
                             name=t,
                             num_partitions=partitions,
                             replication_factor=replication_factor,
-                            topic_configs={"cleanup.policy": "compact"} if t in compact else {},
+                            topic_configs={
+                                **({"cleanup.policy": "compact"} if t in compact else {}),
+                                **(LOG_APPEND_TIME if t in append_time else {}),
+                            },
                         )
                         for t in missing
                     ]
@@ -82,11 +95,6 @@ async def _partition_counts(admin: AIOKafkaAdminClient, topics: list[str]) -> di
 async def topic_max_message_bytes(bootstrap: str, topic: str) -> int | None:
     """The broker's limit for one message of `topic` (its `max.message.bytes`, which
     defaults to the broker's `message.max.bytes`); None when the broker does not say."""
-    from aiokafka.admin.config_resource import (  # noqa: PLC0415
-        ConfigResource,
-        ConfigResourceType,
-    )
-
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
     await admin.start()
     try:
@@ -101,3 +109,26 @@ async def topic_max_message_bytes(bootstrap: str, topic: str) -> int | None:
                 if entry[0] == "max.message.bytes" and entry[1] is not None:
                     return int(entry[1])
     return None
+
+
+async def topic_config(bootstrap: str, topic: str) -> dict[str, str]:
+    """The topic's effective configuration (its own settings and the broker's defaults)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15_000)
+    await admin.start()
+    try:
+        responses = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    finally:
+        await admin.close()
+    config: dict[str, str] = {}
+    for response in responses:
+        for error_code, error_message, _type, _name, entries in response.resources:
+            if error_code:
+                raise InputError(
+                    f"cannot read the configuration of topic {topic!r} "
+                    f"(error {error_code}: {error_message})"
+                )
+            for entry in entries:
+                name, value = entry[0], entry[1]
+                if value is not None:
+                    config[name] = value
+    return config

@@ -37,7 +37,13 @@ from stream.embedded import run_embedded, serve_metrics
 from stream.judge import judge_from
 from stream.metrics import PipelineMetrics
 from stream.offline import check_files
-from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings, load_settings
+from stream.settings import (
+    COMPACTED_TOPICS,
+    LOG_APPEND_TIME_TOPICS,
+    TOPIC_NAMES,
+    WorkerSettings,
+    load_settings,
+)
 from stream.table import print_table
 
 FORMATS = ("table", "json", "markdown", "junit")
@@ -424,6 +430,7 @@ def topics(config_file: str | None, **overrides: Any) -> None:
                 settings.partitions,
                 settings.replication_factor,
                 compacted=[settings.topic(n) for n in COMPACTED_TOPICS],
+                log_append_time=[settings.topic(n) for n in LOG_APPEND_TIME_TOPICS],
             )
         )
     except InputError as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import logging
@@ -38,7 +39,7 @@ import tempfile
 import time
 import weakref
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -311,6 +312,26 @@ def _broker_registered(bootstrap: str, timeout: float) -> bool:
             return False
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with(parent_pid: int) -> Callable[[], None]:
+    """A `preexec_fn` making the child (the broker JVM) receive SIGKILL when its parent dies,
+    even by SIGKILL, when nothing can stop it cleanly (Linux only). The kernel ties this to
+    the thread that forked the child: call it from the thread that lives as long as the
+    broker should (the main thread of `evalstream dev-kafka`)."""
+
+    libc = ctypes.CDLL(None, use_errno=True)  # loaded here: the child only calls into it
+
+    def preexec() -> None:
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)  # the broker leads its own process group
@@ -377,7 +398,9 @@ class KafkaBroker:
 
     ``port`` / ``controller_port`` default to free ports. ``lib_dir`` is a directory of
     jars (default: ``assemble_classpath(pom=pom)``). ``extra_properties`` are added to
-    ``server.properties`` and override the defaults.
+    ``server.properties`` and override the defaults. ``die_with_parent`` (Linux) kills the
+    broker when this process dies without stopping it (SIGKILL, a crash): start it from a
+    thread that lives as long as the broker should.
     """
 
     def __init__(
@@ -389,7 +412,9 @@ class KafkaBroker:
         pom: Path | None = None,
         startup_timeout: float = 60.0,
         extra_properties: Mapping[str, str] | None = None,
+        die_with_parent: bool = False,
     ) -> None:
+        self._die_with_parent = die_with_parent and sys.platform == "linux"
         self._requested_port = port
         self._requested_controller_port = controller_port
         self._lib_dir = lib_dir
@@ -546,6 +571,8 @@ class KafkaBroker:
                 # Own process group: a terminal's Ctrl-C reaches only us, and we stop the
                 # broker cleanly instead of racing its shutdown.
                 start_new_session=True,
+                # Only with die_with_parent (the CLI's main thread, no other threads then).
+                preexec_fn=_die_with(os.getpid()) if self._die_with_parent else None,  # noqa: PLW1509
             )
         self._proc = proc
         self._finalizer = weakref.finalize(self, _shutdown, proc, data_dir)
@@ -695,7 +722,8 @@ def run_dev_kafka(port: int | None = None) -> int:
         raise KeyboardInterrupt  # one shutdown path for Ctrl-C and SIGTERM
 
     previous = signal.signal(signal.SIGTERM, on_sigterm)
-    broker = KafkaBroker(port=port)
+    # Killed with SIGKILL, this process cannot stop the broker: the kernel does.
+    broker = KafkaBroker(port=port, die_with_parent=True)
     try:
         try:
             print("Starting Kafka (the first run downloads jars with Maven)...", flush=True)

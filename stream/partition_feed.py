@@ -24,6 +24,7 @@ log = logging.getLogger("evalstream.worker")
 
 CONTROL_NAME = "evalstream:close"  # reserved signal name of a control record
 CONTROL_PREFIX = b'{"name":"' + CONTROL_NAME.encode()  # how a control record's bytes start
+LOG_APPEND_TIME = 1  # a record's timestamp_type when the broker set its timestamp
 Marker = dict[str, Any]  # {"offset": close offset, "closed_at": epoch s, "partition": p}
 
 
@@ -152,6 +153,7 @@ async def feed_records(
     first_offset = state.first_offset
     partition_of = hooks.partition_of
     consumed = 0
+    read_ms = time.time() * 1000.0
     try:
         for record in records:
             offset: int = record.offset
@@ -173,13 +175,19 @@ async def feed_records(
             state.next_offset = offset + 1
             state.current_offset = offset
             timestamp = record.timestamp
-            now_ms = float(timestamp) if timestamp else time.time() * 1000.0
+            # The partition's clock: the broker's append time, never a producer's CreateTime
+            # (a producer minutes behind would close live episodes); a CreateTime record
+            # counts when it was read.
+            if timestamp and record.timestamp_type == LOG_APPEND_TIME:
+                now_ms = float(timestamp)
+            else:
+                now_ms = read_ms
             state.stream_time_ms = max(state.stream_time_ms, now_ms)
             key: bytes | None = record.key
             value: bytes | None = record.value
             if value is None:
                 value = b""
-            env = Envelope(topic, value, key, state.partition, offset, int(now_ms))
+            env = Envelope(topic, value, key, state.partition, offset, int(timestamp or now_ms))
             episode_id = None if key is None else key.decode("utf-8", "replace")
             if key is not None and (expected := partition_of(key)) != state.partition:
                 # Never a second instance of an episode whose signals are elsewhere.

@@ -25,6 +25,8 @@ TOPIC_NAMES = (
     "closed",  # internal, compacted: closed-episode markers, in their signals' partition
 )
 COMPACTED_TOPICS = ("baselines", "closed")
+# Stamped by the broker on arrival: the worker's clock, which no producer's clock can move.
+LOG_APPEND_TIME_TOPICS = ("signals",)
 
 
 class WorkerSettings(BaseModel):

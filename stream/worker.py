@@ -83,7 +83,12 @@ from stream.pipeline import (
     PublishedRegression,
     observation_from_record,
 )
-from stream.settings import COMPACTED_TOPICS, TOPIC_NAMES, WorkerSettings
+from stream.settings import (
+    COMPACTED_TOPICS,
+    LOG_APPEND_TIME_TOPICS,
+    TOPIC_NAMES,
+    WorkerSettings,
+)
 from stream.signals_consumer import Records, SignalsConsumer
 
 JSON = Any
@@ -629,6 +634,20 @@ class Worker:
             self.states.pop(p, None)  # rebuilt by replay from the committed offset
 
 
+def check_topics(loop: asyncio.AbstractEventLoop, settings: WorkerSettings) -> None:
+    """Refuses a signals topic whose retention an open episode can outlive; warns about the
+    rest of its configuration (stream/topic_checks.py)."""
+    from connectors.kafka_topics import topic_config  # noqa: PLC0415
+    from stream.topic_checks import check_signals_topic  # noqa: PLC0415
+
+    topic = settings.topic("signals")
+    config = loop.run_until_complete(topic_config(settings.broker, topic))
+    for warning in check_signals_topic(
+        topic, config, max_duration_ms=settings.max_duration_ms, broker=settings.broker
+    ):
+        log.warning("%s", warning)
+
+
 def run_worker(
     settings: WorkerSettings,
     suites: Sequence[Suite],
@@ -640,7 +659,9 @@ def run_worker(
     from prometheus_client import start_http_server  # noqa: PLC0415
 
     from connectors.kafka_topics import ensure_topics  # noqa: PLC0415
+    from stream.log_filters import quiet_coordinator_discovery  # noqa: PLC0415
 
+    quiet_coordinator_discovery()  # no ERROR for a coordinator still being elected
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)  # faust and mode run on this loop
     names = [settings.topic(name) for name in TOPIC_NAMES]
@@ -651,8 +672,10 @@ def run_worker(
             settings.partitions,
             settings.replication_factor,
             compacted=[settings.topic(name) for name in COMPACTED_TOPICS],
+            log_append_time=[settings.topic(name) for name in LOG_APPEND_TIME_TOPICS],
         )
     )
+    check_topics(loop, settings)
     snapshots: list[bytes] = []
     if settings.scoring:
         from connectors.compacted_topic import read_latest  # noqa: PLC0415

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +138,55 @@ def test_grafana_loads_the_generated_dashboards_from_its_mount() -> None:
     )["datasources"][0]
     assert datasource["url"] == "http://prometheus:9090"
     assert "prometheus" in services()
+
+
+def healthcheck_code(service: dict[str, Any]) -> str:
+    test = service["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"], test  # no curl in the image
+    code: str = test[3]
+    return code
+
+
+def test_workers_are_healthy_while_their_metrics_answer() -> None:
+    """The workers' healthcheck, run as compose runs it (with the service's environment),
+    against a real metrics server: healthy while it answers, unhealthy once it is gone."""
+    from prometheus_client import CollectorRegistry, start_http_server  # noqa: PLC0415
+
+    svc = services()
+    codes = {healthcheck_code(svc[name]) for name in ("worker-1", "worker-2")}
+    [code] = codes
+    for name in ("worker-1", "worker-2"):
+        assert svc[name]["healthcheck"]["start_period"]  # a worker takes a while to start
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=CollectorRegistry())
+    port = str(server.server_address[1])
+    env = {"PATH": os.environ["PATH"], "EVALSTREAM_METRICS_PORT": port}
+    try:
+        healthy = subprocess.run([sys.executable, "-c", code], env=env, timeout=30, check=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert healthy.returncode == 0
+    unhealthy = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, timeout=30, check=False
+    )
+    assert unhealthy.returncode != 0
+
+
+def test_the_gateway_is_healthy_when_ready() -> None:
+    gateway = services()["gateway"]
+    code = healthcheck_code(gateway)
+    [url] = re.findall(r"'(http://[^']+)'", code)
+    command = gateway["command"]
+    assert url == f"http://127.0.0.1:{command[command.index('--port') + 1]}/readyz"
+    app = (REPO / "connectors/gateway/app.py").read_text()
+    assert '"/readyz"' in app  # the gateway's readiness route: 503 until the broker answers
+
+
+def test_kafka_keeps_its_data_in_a_named_volume() -> None:
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    kafka = compose["services"]["kafka"]
+    data_dir = kafka["environment"]["KAFKA_LOG_DIRS"]
+    assert f"kafka-data:{data_dir}" in kafka["volumes"]
+    assert "kafka-data" in compose["volumes"]
+    assert kafka["environment"]["CLUSTER_ID"]  # the same cluster reuses the volume

@@ -216,3 +216,15 @@ def by_episode(records: dict[str, list[dict[str, JSON]]]) -> dict[str, list[dict
 
 def without_key(record: dict[str, JSON]) -> dict[str, JSON]:
     return {k: v for k, v in record.items() if k != "dedupe_key"}
+
+
+def halves(
+    records: list[tuple[bytes, bytes]],
+) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """Each episode's first signals, then the rest."""
+    by_episode: dict[bytes, list[tuple[bytes, bytes]]] = {}
+    for record in records:
+        by_episode.setdefault(record[0], []).append(record)
+    first = [r for signals in by_episode.values() for r in signals[: len(signals) // 2]]
+    rest = [r for signals in by_episode.values() for r in signals[len(signals) // 2 :]]
+    return first, rest

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import signal
+import socket
+import subprocess
+import time
 import uuid
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from stream.dev_kafka import KEEP_DATA_ENV, KafkaBroker
+from stream.dev_kafka import KEEP_DATA_ENV, KafkaBroker, _free_ports
+from tests.kafka.helpers import EXE
 
 PARTITIONS = 8
 MESSAGES = 100
@@ -109,3 +116,60 @@ def test_second_broker_gets_its_own_ports_and_data_dir(kafka_broker: KafkaBroker
     if not os.environ.get(KEEP_DATA_ENV):
         assert not second_dir.exists()
     assert kafka_broker.running, "stopping the second broker must not touch the first"
+
+
+def _port_accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.kafka
+def test_dev_kafka_killed_with_sigkill_takes_its_broker_along(tmp_path: Path) -> None:
+    """SIGKILL leaves `evalstream dev-kafka` no chance to stop its JVM: the kernel kills the
+    broker with it (PR_SET_PDEATHSIG), so the port frees."""
+    [port] = _free_ports(1)
+    out = tmp_path / "dev-kafka.out"
+    with out.open("wb") as handle:
+        cli = subprocess.Popen(
+            [str(EXE), "dev-kafka", "--port", str(port)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    broker_pid = None
+    try:
+        deadline = time.monotonic() + 180
+        while broker_pid is None:
+            ready = re.search(r"Kafka broker ready at \S+ \(pid (\d+)\)", out.read_text())
+            if ready:
+                broker_pid = int(ready.group(1))
+            assert cli.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, out.read_text()
+            time.sleep(0.2)
+        assert _port_accepts(port)
+        cli.send_signal(signal.SIGKILL)
+        cli.wait()
+        deadline = time.monotonic() + 60
+        while _port_accepts(port) or _alive(broker_pid):
+            assert time.monotonic() < deadline, "the broker outlived dev-kafka"
+            time.sleep(0.2)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        if broker_pid is not None and _alive(broker_pid):
+            os.kill(broker_pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (killed, not yet reaped by init) holds no port and runs nothing.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
