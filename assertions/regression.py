@@ -31,7 +31,7 @@ Per stream:
   because a threshold is no longer crossed. The dedupe key (`agent_id/variant/metric`)
   then cannot fire again for `cooldown_ms`.
 - **Updates**: an UPDATED event when the severity changes or the estimated change moved by
-  at least the metric's WARNING threshold since the last event, at most once per
+  at least the metric's WARNING threshold and half the last reported change, at most once per
   `update_interval_ms` (an escalation to CRITICAL is not delayed).
 
 The metric names are those of the Prometheus series and rules. `latency_p95_ms` detects a
@@ -379,7 +379,7 @@ class _Stream:
     variant: str
     reference: list[deque[float]]
     recent: list[deque[float]]
-    guard: deque[tuple[float | None, ...]]
+    guard: list[deque[float]]
     params: list[_Param | None]
     cusums: dict[str, _Cusum]
     fixed: bool = False
@@ -443,7 +443,7 @@ class RegressionDetector:
                 variant,
                 reference=[deque(maxlen=cfg.reference) for _ in range(_SLOTS)],
                 recent=[deque(maxlen=cfg.recent) for _ in range(_SLOTS)],
-                guard=deque(),
+                guard=[deque() for _ in range(_SLOTS)],
                 params=[None] * _SLOTS,
                 cusums={m: _Cusum() for m, _ in self._plan},
             )
@@ -463,8 +463,7 @@ class RegressionDetector:
         stream, events = self._stream(agent_id, variant, now)
         events.extend(self._resolve_all(stream, now, "rebaselined"))
         stream.fixed = True
-        stream.guard.clear()
-        for column in stream.reference:
+        for column in (*stream.guard, *stream.reference):
             column.clear()
         for obs in observations:
             self._admit(stream, obs.values())
@@ -493,32 +492,34 @@ class RegressionDetector:
     # --- the reference ----------------------------------------------------------------------
 
     def _guard(self, stream: _Stream, values: tuple[float | None, ...]) -> None:
-        if stream.any_firing():
-            return  # regressed traffic: neither guarded nor admitted
-        stream.guard.append(values)
-        if len(stream.guard) > self.config.guard:
-            leaving = stream.guard.popleft()
-            if self._suspect(stream):
-                return  # possibly regressed: keep the reference as it is
-            self._admit(stream, leaving)
-            stream.admitted += 1
-            full = False
-            for slot in range(_SLOTS):
-                if (
-                    stream.params[slot] is None
-                    and len(stream.reference[slot]) == self.config.reference
-                ):
-                    full = True
-            if full or stream.admitted % self.config.refresh == 0:
-                for slot in range(_SLOTS):
-                    if len(stream.reference[slot]) == self.config.reference:
-                        self._estimate_param(stream, slot)
+        """Per metric: the value waits `guard` observations, then enters the reference
+        unless that metric fires (regressed traffic) or its CUSUM dates a change point
+        before it."""
+        size, limit = self.config.reference, self.config.guard
+        refresh = False
+        for metric, slot in self._plan:
+            value = values[slot]
+            c = stream.cusums[metric]
+            if value is None or c.firing is not None:
+                continue
+            guard = stream.guard[slot]
+            guard.append(value)
+            if len(guard) <= limit:
+                continue
+            leaving = guard.popleft()
+            if c.run >= limit:
+                continue  # possibly regressed: keep the reference as it is
+            column = stream.reference[slot]
+            column.append(leaving)
+            if len(column) == size and (
+                stream.params[slot] is None or refresh or self._due(stream)
+            ):
+                refresh = True
+                self._estimate_param(stream, slot)
 
-    def _suspect(self, stream: _Stream) -> bool:
-        """Whether a CUSUM dates its change point before the observation leaving the guard
-        (its run of evidence is at least as long as the guard): that one may be regressed."""
-        guard = self.config.guard
-        return any(stream.cusums[metric].run >= guard for metric, _ in self._plan)
+    def _due(self, stream: _Stream) -> bool:
+        stream.admitted += 1
+        return stream.admitted % self.config.refresh == 0
 
     @staticmethod
     def _admit(stream: _Stream, values: tuple[float | None, ...]) -> None:
@@ -592,7 +593,7 @@ class RegressionDetector:
             severity, threshold = crossed
             c.firing = _Firing(severity, threshold, now, now, est.change)
             c.r = 0.0
-            stream.guard.clear()  # it holds the regression's first observations
+            stream.guard[slot].clear()  # it holds the regression's first observations
             return self._event(
                 AlertState.FIRING, stream, metric, est, now, f=c.firing, c=c, param=param
             )
@@ -640,8 +641,9 @@ class RegressionDetector:
             base, cur = 1.0 - param.center, 1.0 - level
             return _Estimate(base, cur, base - cur)
         if metric == COST:
-            base = max(math.exp(param.center) - COST_OFFSET_USD, 0.0)
-            cur = max(math.exp(level) - COST_OFFSET_USD, 0.0)
+            # Below the offset is rounding of a zero cost: a rise from it is unbounded.
+            base = _cost(param.center)
+            cur = _cost(level)
             return _Estimate(base, cur, delta_percent(cur, base))
         if metric == LATENCY_P95:
             base = param.p95
@@ -668,8 +670,7 @@ class RegressionDetector:
         c.firing = None
         c.s, c.r, c.run, c.shift_sum = 0.0, 0.0, 0, 0.0
         stream.cooldown_until[metric] = now + self.config.cooldown_ms
-        if not stream.any_firing():
-            stream.guard.clear()  # the recovery's first observations may still be regressed
+        stream.guard[_SLOT[metric]].clear()  # the recovery's first values may be regressed
         return event
 
     def _event(
@@ -756,10 +757,16 @@ def _severity(thresholds: Thresholds, change: float, current: Severity) -> tuple
     return Severity.WARNING, thresholds.warning
 
 
+def _cost(log_cost: float) -> float:
+    cost = math.exp(log_cost) - COST_OFFSET_USD
+    return cost if cost >= COST_OFFSET_USD / 2.0 else 0.0
+
+
 def _moved(change: float, last: float, material: float) -> bool:
+    """A move of at least the WARNING threshold and half the last reported change."""
     if math.isinf(change) or math.isinf(last):
         return change != last
-    return abs(change - last) >= material
+    return abs(change - last) >= max(material, abs(last) / 2.0)
 
 
 def _failure_rate(param: _Param, mean_step: float) -> float:
