@@ -1,45 +1,48 @@
-"""Windowed regression detection per (`agent_id`, `variant`) (DESIGN §6, issue 4 item 4).
+"""Continuous regression detection per (`agent_id`, `variant`) (DESIGN §6).
 
-Per stream the detector keeps two windows of per-episode observations: the **current**
-window (the last `window` episodes) and the **baseline** window — by default the `window`
-episodes before them (an observation leaving the current window enters the baseline), or a
-fixed set given with `set_baseline`. While any alert of a stream is firing its baseline is
-frozen: regressed traffic never becomes the reference it is judged against.
+Every scored episode is tested the moment it is scored, so the detector is a method made
+for continuous monitoring: a one-sided CUSUM per metric, in the direction of a regression,
+against a baseline estimated robustly from the stream's own scored episodes.
 
-Metrics and rules (thresholds are strict and configurable; defaults in `RegressionConfig`):
+Per stream:
 
-- `pass_rate`: the change is p_cur - p_base (a drop regresses); the test is Newcombe's hybrid
-  score interval at confidence 1 - alpha, significant when its upper bound is below 0.
-- `score.<dimension>`: mean_cur - mean_base (a drop regresses); Welch's t-test, significant
-  when p < alpha and the mean dropped.
-- `latency_p95_ms`: the Δ% of the p95 (a rise regresses); the exact percentile-bootstrap
-  interval of the p95 difference at confidence 1 - alpha (`exact_bootstrap_quantile_diff_ci`:
-  the bootstrap distribution computed without resampling, the p95 of each window taken as
-  its order statistic x_(⌈0.95 n⌉)), significant when its lower bound is above 0, i.e. when
-  P*(p95*_cur ≤ p95*_base) < alpha / 2.
-- `cost_per_episode_usd`: the Δ% of the mean cost (a rise regresses); Welch's t-test,
-  significant when p < alpha and the mean rose.
+- **Reference**: the baseline is estimated from the last `reference` scored observations
+  that are older than the newest `guard` ones (a regression has `guard` observations to be
+  detected before it could enter the reference). Nothing is tested until the reference of
+  a metric is full; it then rolls, re-estimated every `refresh` admitted observations.
+  While any alert of the stream is firing nothing enters it, and the guarded observations
+  of the regression are discarded when it fires and when it resolves (regressed traffic
+  never becomes its own reference). `set_baseline` fixes the reference instead.
+- **Observations**: cost and latency on a log scale (log(cost + 1e-6 USD),
+  log(latency + 1 ms)), standardized by the reference's median and robust standard deviation;
+  scores standardized by the reference's mean and standard deviation (at least half the
+  score WARNING threshold); both clipped to ±`clip` so a single outlier cannot fire. The pass
+  rate uses a Bernoulli log-likelihood ratio: failure rate q0 (the reference's, smoothed)
+  against q0 + `pass_rate_shift`. Episodes scored without a baseline while one was expected
+  (`Observation.warmup`) count only for cost and latency.
+- **Firing**: S = max(0, S + u - k) (u the standardized regression, k = `shift_sigmas` / 2)
+  crosses h, the threshold of a design in-control run length (`arl0`, `pass_rate_arl0`,
+  see `assertions.cusum`), **and** the change estimated since the change point (the last
+  time S was 0, at most `recent` observations) crosses the metric's WARNING threshold
+  (CRITICAL beyond the second). A crossing without a material change waits at S = h.
+- **Resolving**: while firing, a CUSUM in the other direction tests a return to the
+  baseline (reference: half the shift estimated since the change point); the alert resolves
+  when it crosses h — when the evidence no longer supports the regression — never merely
+  because a threshold is no longer crossed. The dedupe key (`agent_id/variant/metric`)
+  then cannot fire again for `cooldown_ms`.
+- **Updates**: an UPDATED event when the severity changes or the estimated change moved by
+  at least the metric's WARNING threshold and half the last reported change, at most once per
+  `update_interval_ms` (an escalation to CRITICAL is not delayed).
 
-`score.<dimension>` covers overall, correctness, cost, tool_match, latency and safety (an
-episode without a value for one is left out of that metric). An alert **fires** only when
-both windows hold at least `min_samples` values of the metric, the change crosses a
-threshold (WARNING, or CRITICAL beyond the second one) **and** the test finds it
-significant in the regression direction. While firing it emits **updated** when its
-severity changes, or at most once per `update_interval_ms` when its value moved; it
-**resolves** once the change no longer crosses the WARNING threshold (significance is not
-required to stay firing: hysteresis against flapping). After resolving, the same dedupe key
-(`agent_id/variant/metric`) cannot fire again for `cooldown_ms`.
-
-A rise from a zero baseline is unbounded (Δ = +inf). The p95 test runs at most once per
-`bootstrap_every` observations of a stream while its threshold is crossed and nothing fires
-(its decision costs one merge of the two windows' bootstrap supports, a few µs; the interval
-itself is computed only for the events). The clock is injected: every call takes `now`
-(epoch ms).
+The metric names are those of the Prometheus series and rules. `latency_p95_ms` detects a
+shift of the latency distribution on the log scale; its events report the p95 of the
+reference and that p95 moved by the estimated shift. `cost_per_episode_usd` reports the
+median cost of the reference and the geometric mean since the change point. The clock is
+injected: every call takes `now` (epoch ms, the episode's end for scored traffic).
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
@@ -50,15 +53,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from assertions.alert_rules import Severity
+from assertions.cusum import (
+    bernoulli_llr,
+    bernoulli_threshold,
+    mean_scale,
+    normal_threshold,
+    robust_location_scale,
+)
 from assertions.errors import InputError
 from assertions.scoring import DIMENSIONS, EpisodeScores, ScoringInput, delta_percent
-from assertions.statistics import (
-    exact_bootstrap_quantile_diff_ci,
-    exact_bootstrap_quantile_rise_p,
-    newcombe_interval,
-    percentile_sorted,
-    welch_t_test,
-)
+from assertions.statistics import percentile_sorted
 
 JSON = Any
 PASS_RATE = "pass_rate"
@@ -66,13 +70,20 @@ LATENCY_P95 = "latency_p95_ms"
 COST = "cost_per_episode_usd"
 SCORE_METRICS = tuple(f"score.{d}" for d in ("overall", *DIMENSIONS))
 METRICS = (PASS_RATE, *SCORE_METRICS, LATENCY_P95, COST)
-# Index of each metric's value in an observation's value tuple (the p95 uses latencies).
-_SLOT = {PASS_RATE: 0, **{m: i + 1 for i, m in enumerate(SCORE_METRICS)}, COST: 7}
-_SLOTS = 8
-TEST_NEWCOMBE = "newcombe-hybrid-score-interval"
-TEST_WELCH = "welch-t-test"
-TEST_BOOTSTRAP = "exact-bootstrap-p95-difference-ci"
-_SLACK = 1e-9  # the running-sum pre-check never misses a crossing by rounding
+# Monitored unless `metrics` says otherwise: the three whose false-alarm rate and delay are
+# measured (docs/scoring.md). Scores are opt-in: most are pass/fail-like (correctness,
+# safety) and covered by the pass rate, or restate cost and latency against the per-key
+# baseline; their skewed distributions make a Gaussian CUSUM's run length optimistic.
+DEFAULT_METRICS = (PASS_RATE, LATENCY_P95, COST)
+# Index of each metric's value in an observation's value tuple.
+_SLOT = {PASS_RATE: 0, **{m: i + 1 for i, m in enumerate(SCORE_METRICS)}, COST: 7, LATENCY_P95: 8}
+_SLOTS = 9
+TEST_CUSUM = "cusum"
+COST_OFFSET_USD = 1e-6  # log(cost + offset): a free episode has a finite log cost
+LATENCY_OFFSET_MS = 1.0
+MIN_FIXED_REFERENCE = 30  # a fixed baseline needs at least this many values of a metric
+_LOG_SCALE_FLOOR = 0.01  # 1 %: a constant cost or latency still has a scale
+_REMOVED = {"window", "min_samples", "alpha", "bootstrap_every"}
 
 
 class RegressionConfigError(InputError):
@@ -105,49 +116,72 @@ class Thresholds(BaseModel):
 
 
 class RegressionConfig(BaseModel):
-    """Windowed detection settings; loadable from YAML/JSON dicts with `load`.
+    """Continuous detection settings; loadable from YAML/JSON dicts with `load`.
 
-    Defaults: windows of 100 episodes, at least 30 per window, alpha = 0.05; a pass rate drop of
-    more than 5 points (WARNING) / 15 points (CRITICAL); a mean score drop of more than 0.05 /
-    0.15; a p95 latency rise of more than 20 % / 50 %; a mean cost rise of more than
+    Defaults: a reference of 150 scored episodes behind a guard of 100; CUSUMs designed for a
+    1-standard-deviation shift (cost, latency, scores) with an in-control run length of
+    1,000,000 episodes each, and for a pass-rate drop of 10 points with 30,000 (designed
+    for the failure rate one standard error above the reference's, which lengthens the real
+    run); a pass rate
+    drop of more than 5 points (WARNING) / 15 points (CRITICAL); a mean score drop of more
+    than 0.05 / 0.15; a latency rise of more than 20 % / 50 %; a cost rise of more than
     20 % / 50 %; 15 minutes of cool-down; an update at most every 5 minutes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    window: int = 100
-    min_samples: int = 30
-    alpha: float = 0.05
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    reference: int = 150
+    guard: int = 100
+    refresh: int = 10
+    recent: int = 100
+    arl0: float = 1_000_000.0
+    pass_rate_arl0: float = 30_000.0
+    shift_sigmas: float = 1.0
+    pass_rate_shift: float = 0.10
+    clip: float = 4.0
     pass_rate_drop: Thresholds = Thresholds(warning=0.05, critical=0.15)
     score_drop: Thresholds = Thresholds(warning=0.05, critical=0.15)
     latency_p95_rise_pct: Thresholds = Thresholds(warning=20.0, critical=50.0)
     cost_rise_pct: Thresholds = Thresholds(warning=20.0, critical=50.0)
     cooldown_ms: float = 900_000.0
     update_interval_ms: float = 300_000.0
-    bootstrap_every: int = 5
     max_streams: int = 1000
 
     @model_validator(mode="after")
     def _valid(self) -> RegressionConfig:
-        if self.min_samples < 2:
-            raise ValueError(
-                f"min_samples must be >= 2 (the tests need a variance), got {self.min_samples}"
-            )
-        if self.window < self.min_samples:
-            raise ValueError(f"window ({self.window}) must be >= min_samples ({self.min_samples})")
-        if not 0.0 < self.alpha < 1.0:
-            raise ValueError(f"alpha must be within (0, 1), got {self.alpha}")
+        unknown = [m for m in self.metrics if m not in METRICS]
+        if unknown:
+            raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid: {', '.join(METRICS)}")
+        for name in ("reference", "guard", "refresh", "recent", "max_streams"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.reference < MIN_FIXED_REFERENCE:
+            raise ValueError(f"reference must be >= {MIN_FIXED_REFERENCE}, got {self.reference}")
+        for name in ("arl0", "pass_rate_arl0"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 1.0):
+                raise ValueError(f"{name} must be a finite number > 1, got {getattr(self, name)}")
+        if not (math.isfinite(self.shift_sigmas) and self.shift_sigmas > 0):
+            raise ValueError(f"shift_sigmas must be > 0, got {self.shift_sigmas}")
+        if not 0.0 < self.pass_rate_shift < 0.9:
+            raise ValueError(f"pass_rate_shift must be within (0, 0.9), got {self.pass_rate_shift}")
+        if not (math.isfinite(self.clip) and self.clip > self.shift_sigmas / 2.0):
+            raise ValueError(f"clip must exceed shift_sigmas / 2, got {self.clip}")
         for name in ("cooldown_ms", "update_interval_ms"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-        for name in ("bootstrap_every", "max_streams"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         return self
 
     @classmethod
     def load(cls, obj: Mapping[str, JSON] | None) -> RegressionConfig:
+        removed = sorted(_REMOVED & set(obj or {}))
+        if removed:
+            raise RegressionConfigError(
+                f"invalid regression settings: {', '.join(removed)} no longer exist (the "
+                "windowed tests were replaced by CUSUMs); use reference, guard, arl0, "
+                "shift_sigmas and pass_rate_shift (docs/scoring.md)"
+            )
         try:
             return cls.model_validate(obj or {})
         except ValidationError as exc:
@@ -169,7 +203,11 @@ class RegressionConfig(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """One scored episode as the detector sees it (a None score: not scored)."""
+    """One scored episode as the detector sees it (a None score: not scored).
+
+    `warmup`: scored without a baseline while one was expected (the key's baseline was still
+    filling); such an episode passes for want of a comparison, so only its cost and latency
+    are observed."""
 
     agent_id: str
     variant: str
@@ -183,6 +221,7 @@ class Observation:
     tool_match: float | None = None
     latency: float | None = None
     safety: float | None = None
+    warmup: bool = False
 
     @classmethod
     def from_scores(
@@ -193,6 +232,7 @@ class Observation:
         *,
         agent_attr: str = "agent_id",
         variant_attr: str = "variant",
+        warmup: bool = False,
     ) -> Observation:
         """Missing attrs default to agent `unknown` and variant `default`; an incomplete cost
         is left out of the cost metric."""
@@ -211,92 +251,24 @@ class Observation:
             tool_match=scores.tool_match,
             latency=scores.latency,
             safety=scores.safety,
+            warmup=warmup,
         )
 
     def values(self) -> tuple[float | None, ...]:
-        """Per slot: passed (0/1), overall, the five dimensions, cost in USD."""
+        """Per slot: failed (0/1), overall, the five dimensions, log cost, log latency."""
+        scored = not self.warmup
+        cost = self.cost_usd
         return (
-            1.0 if self.passed else 0.0,
-            self.overall,
-            self.correctness,
-            self.cost,
-            self.tool_match,
-            self.latency,
-            self.safety,
-            self.cost_usd,
+            (0.0 if self.passed else 1.0) if scored else None,
+            self.overall if scored else None,
+            self.correctness if scored else None,
+            self.cost if scored else None,
+            self.tool_match if scored else None,
+            self.latency if scored else None,
+            self.safety if scored else None,
+            None if cost is None or not cost >= 0 else math.log(cost + COST_OFFSET_USD),
+            math.log(max(self.latency_ms, 0.0) + LATENCY_OFFSET_MS),
         )
-
-
-class _Window:
-    """A bounded window with, per slot, its values in arrival order and their running sum,
-    and the latencies sorted.
-
-    The exact mean (`math.fsum`, exactly rounded) of a slot is cached until the next push:
-    a firing alert's frozen baseline window is summed once, not per observation.
-    """
-
-    __slots__ = ("columns", "evictions", "exact", "items", "latencies", "maxlen", "ns", "sums")
-
-    def __init__(self, maxlen: int) -> None:
-        self.maxlen = maxlen
-        self.items: deque[tuple[tuple[float | None, ...], float]] = deque()
-        self.columns: list[deque[float]] = [deque() for _ in range(_SLOTS)]
-        self.sums = [0.0] * _SLOTS
-        self.ns = [0] * _SLOTS
-        self.latencies: list[float] = []
-        self.evictions = 0
-        self.exact: list[float | None] = [None] * _SLOTS
-
-    def push(
-        self, item: tuple[tuple[float | None, ...], float]
-    ) -> tuple[tuple[float | None, ...], float] | None:
-        evicted = None
-        if len(self.items) >= self.maxlen:
-            evicted = self.items.popleft()
-            self._remove(evicted)
-        self.items.append(item)
-        values, latency = item
-        sums, ns, columns = self.sums, self.ns, self.columns
-        for i, v in enumerate(values):
-            if v is not None:
-                sums[i] += v
-                ns[i] += 1
-                columns[i].append(v)
-        bisect.insort(self.latencies, latency)
-        self.exact = [None] * _SLOTS
-        return evicted
-
-    def _remove(self, item: tuple[tuple[float | None, ...], float]) -> None:
-        values, latency = item
-        sums, ns, columns = self.sums, self.ns, self.columns
-        for i, v in enumerate(values):
-            if v is not None:
-                sums[i] -= v
-                ns[i] -= 1
-                columns[i].popleft()  # the oldest value of the slot is this item's
-        del self.latencies[bisect.bisect_left(self.latencies, latency)]
-        self.evictions += 1
-        if self.evictions % self.maxlen == 0:  # stop rounding drift of the running sums
-            self.sums = [math.fsum(column) for column in columns]
-
-    def column(self, slot: int) -> list[float]:
-        return list(self.columns[slot])
-
-    def count(self, metric: str) -> int:
-        return len(self.items) if metric == LATENCY_P95 else self.ns[_SLOT[metric]]
-
-    def estimate(self, metric: str, *, exact: bool = False) -> float:
-        """The window's value of a metric: a mean, a rate, or the p95 of latency."""
-        if metric == LATENCY_P95:
-            return percentile_sorted(self.latencies, 95.0)
-        slot = _SLOT[metric]
-        if exact:
-            value = self.exact[slot]
-            if value is None:
-                column = self.columns[slot]
-                value = self.exact[slot] = math.fsum(column) / len(column)
-            return value
-        return self.sums[slot] / self.ns[slot]
 
 
 class AlertState(StrEnum):
@@ -307,12 +279,13 @@ class AlertState(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class AlertEvent:
-    """A lifecycle event of one windowed alert.
+    """A lifecycle event of one regression alert.
 
-    `change` is absolute (pass rate, scores: current - baseline) or a percentage (p95 latency,
-    cost: `change_unit == "pct"`, +inf when unbounded). `test` names the significance test;
-    `p_value` (Welch) or `interval` (Newcombe, bootstrap) is its result when it fired.
-    """
+    `change` is absolute (pass rate, scores: current - baseline) or a percentage (latency,
+    cost: `change_unit == "pct"`, +inf when unbounded). `test` names the test (`cusum`);
+    `statistic` is its CUSUM value when the event was made and `limit` the threshold h it is
+    compared with (for a resolution: the recovery CUSUM). `n_baseline` counts the reference
+    values, `n_current` the observations since the estimated change point."""
 
     state: AlertState
     agent_id: str
@@ -333,6 +306,8 @@ class AlertEvent:
     at: float
     message: str
     reason: str | None = None
+    statistic: float | None = None
+    limit: float | None = None
 
     @property
     def dedupe_key(self) -> str:
@@ -356,6 +331,8 @@ class AlertEvent:
             "test": self.test,
             "p_value": self.p_value,
             "interval": None if self.interval is None else list(self.interval),
+            "statistic": self.statistic,
+            "limit": self.limit,
             "n_baseline": self.n_baseline,
             "n_current": self.n_current,
             "fired_at": self.fired_at,
@@ -366,69 +343,111 @@ class AlertEvent:
 
 
 @dataclass(slots=True)
+class _Param:
+    """A metric's baseline: center and scale (Gaussian), or q0 and the LLR steps (pass)."""
+
+    center: float
+    scale: float
+    h: float
+    p95: float = 0.0  # latency: the reference's p95 in ms
+    q0: float = 0.0  # pass rate: the smoothed failure rate the CUSUM is designed for
+    llr_fail: float = 0.0
+    llr_ok: float = 0.0
+
+
+@dataclass(slots=True)
+class _Cusum:
+    s: float = 0.0  # the regression CUSUM
+    run: int = 0  # observations since S was last 0 (the estimated change point)
+    shift_sum: float = 0.0  # sum of the regression-positive steps since the change point
+    r: float = 0.0  # the recovery CUSUM (while firing)
+    firing: _Firing | None = None
+
+
+@dataclass(slots=True)
 class _Firing:
     severity: Severity
     threshold: float
-    test: str
-    p_value: float | None
-    interval: tuple[float, float] | None
     fired_at: float
     last_update: float
     last_change: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Test:
-    name: str
-    significant: bool
-    p_value: float | None = None
-    interval: tuple[float, float] | None = None
 
 
 @dataclass(slots=True)
 class _Stream:
     agent_id: str
     variant: str
-    current: _Window
-    baseline: _Window
+    reference: list[deque[float]]
+    recent: list[deque[float]]
+    guard: list[deque[float]]
+    params: list[_Param | None]
+    cusums: dict[str, _Cusum]
     fixed: bool = False
-    observed: int = 0
-    firing: dict[str, _Firing] = field(default_factory=dict)
+    admitted: int = 0
     cooldown_until: dict[str, float] = field(default_factory=dict)
-    last_bootstrap: int | None = None
+
+    def any_firing(self) -> bool:
+        return any(c.firing is not None for c in self.cusums.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _Estimate:
+    baseline: float
+    current: float
+    change: float  # regression measured positive (pct for cost and latency)
 
 
 class RegressionDetector:
-    """Windowed detection over many streams; at most `max_streams`, least recently observed
-    evicted first (their firing alerts resolve with reason `evicted`)."""
+    """Continuous detection over many streams; at most `max_streams`, least recently
+    observed evicted first (their firing alerts resolve with reason `evicted`)."""
 
     def __init__(self, config: RegressionConfig | None = None) -> None:
         self.config = config or RegressionConfig()
+        cfg = self.config
         self._streams: OrderedDict[tuple[str, str], _Stream] = OrderedDict()
-        # Per metric in METRICS order: (metric, value slot or -1 for the p95, WARNING threshold).
-        self._plan = tuple(
-            (m, _SLOT.get(m, -1), self.config.thresholds(m).warning) for m in METRICS
-        )
+        self._k = cfg.shift_sigmas / 2.0
+        self._h = normal_threshold(self._k, cfg.arl0)
+        self._plan = tuple((m, _SLOT[m]) for m in METRICS if m in cfg.metrics)
 
     def __len__(self) -> int:
         return len(self._streams)
+
+    @property
+    def threshold(self) -> float:
+        """h of the Gaussian CUSUMs (the pass rate's depends on the reference's q0)."""
+        return self._h
 
     def firing(self) -> list[str]:
         """Dedupe keys of the alerts firing now."""
         return [
             f"{s.agent_id}/{s.variant}/{metric}"
             for s in self._streams.values()
-            for metric in s.firing
+            for metric, c in s.cusums.items()
+            if c.firing is not None
         ]
+
+    def holding(self, agent_id: str, variant: str) -> bool:
+        """Whether an alert of this stream is firing: its episodes are regressed traffic that
+        a rolling baseline must not learn."""
+        stream = self._streams.get((agent_id, variant))
+        return stream is not None and stream.any_firing()
 
     def _stream(self, agent_id: str, variant: str, now: float) -> tuple[_Stream, list[AlertEvent]]:
         key = (agent_id, variant)
         stream = self._streams.get(key)
         events: list[AlertEvent] = []
         if stream is None:
-            w = self.config.window
-            stream = self._streams[key] = _Stream(agent_id, variant, _Window(w), _Window(w))
-            while len(self._streams) > self.config.max_streams:
+            cfg = self.config
+            stream = self._streams[key] = _Stream(
+                agent_id,
+                variant,
+                reference=[deque(maxlen=cfg.reference) for _ in range(_SLOTS)],
+                recent=[deque(maxlen=cfg.recent) for _ in range(_SLOTS)],
+                guard=[deque() for _ in range(_SLOTS)],
+                params=[None] * _SLOTS,
+                cusums={m: _Cusum() for m, _ in self._plan},
+            )
+            while len(self._streams) > cfg.max_streams:
                 _, old = self._streams.popitem(last=False)
                 events.extend(self._resolve_all(old, now, "evicted"))
         else:
@@ -438,168 +457,238 @@ class RegressionDetector:
     def set_baseline(
         self, agent_id: str, variant: str, observations: Iterable[Observation], now: float
     ) -> list[AlertEvent]:
-        """Fix a stream's baseline window to these observations (the last `window` of them);
-        it no longer rolls. Alerts firing against the old baseline resolve (`rebaselined`)."""
+        """Fix a stream's reference to these observations (the last `reference` of each
+        metric); it no longer rolls. Alerts firing against the old one resolve
+        (`rebaselined`)."""
         stream, events = self._stream(agent_id, variant, now)
         events.extend(self._resolve_all(stream, now, "rebaselined"))
-        stream.baseline = _Window(self.config.window)
-        for obs in observations:
-            stream.baseline.push((obs.values(), obs.latency_ms))
         stream.fixed = True
+        for column in (*stream.guard, *stream.reference):
+            column.clear()
+        for obs in observations:
+            self._admit(stream, obs.values())
+        for slot in range(_SLOTS):
+            self._estimate_param(stream, slot)
         return events
 
     def observe(self, obs: Observation, now: float) -> list[AlertEvent]:
         stream, events = self._stream(obs.agent_id, obs.variant, now)
-        stream.observed += 1
-        evicted = stream.current.push((obs.values(), obs.latency_ms))
-        if evicted is not None and not stream.fixed and not stream.firing:
-            stream.baseline.push(evicted)
-        cur_w, base_w, firing = stream.current, stream.baseline, stream.firing
-        min_samples = self.config.min_samples
-        for metric, slot, warning in self._plan:
-            if metric not in firing:
-                # The cheap part of `_evaluate`'s first checks, inlined: most metrics of
-                # most observations stop here (too few samples, or far from the threshold).
-                if slot < 0:
-                    if len(base_w.items) < min_samples or len(cur_w.items) < min_samples:
-                        continue
-                    rough_base = percentile_sorted(base_w.latencies, 95.0)
-                    rough = delta_percent(percentile_sorted(cur_w.latencies, 95.0), rough_base)
-                else:
-                    nb, nc = base_w.ns[slot], cur_w.ns[slot]
-                    if nb < min_samples or nc < min_samples:
-                        continue
-                    rough_base = base_w.sums[slot] / nb
-                    rough_cur = cur_w.sums[slot] / nc
-                    rough = (
-                        delta_percent(rough_cur, rough_base)
-                        if metric == COST
-                        else rough_base - rough_cur
-                    )
-                if abs(rough_base) > _SLACK and not rough > warning - _SLACK:
-                    continue
-            event = self._evaluate(stream, metric, now)
+        values = obs.values()
+        for metric, slot in self._plan:
+            value = values[slot]
+            if value is None:
+                continue
+            stream.recent[slot].append(value)
+            param = stream.params[slot]
+            if param is None:
+                continue
+            event = self._step(stream, metric, slot, param, value, now=now)
             if event is not None:
                 events.append(event)
+        if not stream.fixed:
+            self._guard(stream, values)
         return events
+
+    # --- the reference ----------------------------------------------------------------------
+
+    def _guard(self, stream: _Stream, values: tuple[float | None, ...]) -> None:
+        """Per metric: the value waits `guard` observations, then enters the reference
+        unless that metric fires (regressed traffic) or its CUSUM dates a change point
+        before it."""
+        size, limit = self.config.reference, self.config.guard
+        refresh = False
+        for metric, slot in self._plan:
+            value = values[slot]
+            c = stream.cusums[metric]
+            if value is None or c.firing is not None:
+                continue
+            guard = stream.guard[slot]
+            guard.append(value)
+            if len(guard) <= limit:
+                continue
+            leaving = guard.popleft()
+            if c.run >= limit:
+                continue  # possibly regressed: keep the reference as it is
+            column = stream.reference[slot]
+            column.append(leaving)
+            if len(column) == size and (
+                stream.params[slot] is None or refresh or self._due(stream)
+            ):
+                refresh = True
+                self._estimate_param(stream, slot)
+
+    def _due(self, stream: _Stream) -> bool:
+        stream.admitted += 1
+        return stream.admitted % self.config.refresh == 0
+
+    @staticmethod
+    def _admit(stream: _Stream, values: tuple[float | None, ...]) -> None:
+        for slot, value in enumerate(values):
+            if value is not None:
+                stream.reference[slot].append(value)
+
+    def _estimate_param(self, stream: _Stream, slot: int) -> None:
+        cfg = self.config
+        column = stream.reference[slot]
+        needed = MIN_FIXED_REFERENCE if stream.fixed else cfg.reference
+        if len(column) < needed:
+            stream.params[slot] = None
+            return
+        values = list(column)
+        if slot == 0:
+            n = len(values)
+            # Designed for the upper end of q0's uncertainty (one standard error): a reference
+            # that happened to see few failures must not make ordinary ones look like a drop.
+            smoothed = (math.fsum(values) + 0.5) / (n + 1.0)
+            q0 = min(smoothed + math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
+            q1 = min(q0 + cfg.pass_rate_shift, 0.99)
+            fail, ok = bernoulli_llr(q0, q1)
+            h = bernoulli_threshold(q0, q1, cfg.pass_rate_arl0)
+            raw = math.fsum(values) / n
+            stream.params[slot] = _Param(raw, 0.0, h, q0=q0, llr_fail=fail, llr_ok=ok)
+        elif slot in (7, 8):
+            center, scale = robust_location_scale(values, _LOG_SCALE_FLOOR)
+            p95 = 0.0
+            if slot == 8:
+                p95 = math.exp(percentile_sorted(sorted(values), 95.0)) - LATENCY_OFFSET_MS
+            stream.params[slot] = _Param(center, scale, self._h, p95=p95)
+        else:
+            center, scale = mean_scale(values, cfg.score_drop.warning / 2.0)
+            stream.params[slot] = _Param(center, scale, self._h)
 
     # --- per metric -----------------------------------------------------------------------
 
-    def _change(self, stream: _Stream, metric: str, *, exact: bool) -> tuple[float, float, float]:
-        """(baseline value, current value, regression measured positive)."""
-        base = stream.baseline.estimate(metric, exact=exact)
-        cur = stream.current.estimate(metric, exact=exact)
-        if metric in (LATENCY_P95, COST):
-            return base, cur, delta_percent(cur, base)
-        return base, cur, base - cur
+    def _step_size(self, metric: str, param: _Param, value: float) -> float:
+        """The regression-positive standardized step u of one observation."""
+        if metric == PASS_RATE:
+            return param.llr_fail if value > 0.5 else param.llr_ok
+        z = (value - param.center) / param.scale
+        if metric not in (COST, LATENCY_P95):
+            z = -z  # a score regresses by dropping
+        clip = self.config.clip
+        return min(clip, max(-clip, z))
 
-    def _evaluate(self, stream: _Stream, metric: str, now: float) -> AlertEvent | None:
-        cfg = self.config
-        nb = stream.baseline.count(metric)
-        nc = stream.current.count(metric)
-        if nb < cfg.min_samples or nc < cfg.min_samples:
-            return None
-        thresholds = cfg.thresholds(metric)
-        firing = stream.firing.get(metric)
-        if firing is None:
-            rough_base, _, rough = self._change(stream, metric, exact=False)
-            # Running sums may drift around an all-zero baseline: decide those exactly.
-            if abs(rough_base) > _SLACK and not rough > thresholds.warning - _SLACK:
+    def _step(
+        self, stream: _Stream, metric: str, slot: int, param: _Param, value: float, *, now: float
+    ) -> AlertEvent | None:
+        c = stream.cusums[metric]
+        u = self._step_size(metric, param, value)
+        if c.firing is None:
+            step = u if metric == PASS_RATE else u - self._k
+            c.s = max(0.0, c.s + step)
+            if c.s <= 0.0:
+                c.run, c.shift_sum = 0, 0.0
                 return None
+            c.run += 1
+            c.shift_sum += u
+            if c.s <= param.h:
+                return None
+            c.s = param.h  # a crossing waits here until it is material
             if now < stream.cooldown_until.get(metric, -math.inf):
                 return None
-            base, cur, change = self._change(stream, metric, exact=True)
-            crossed = thresholds.crossed(change)
+            est = self._estimate(stream, metric, slot, param, c.run)
+            crossed = self.config.thresholds(metric).crossed(est.change)
             if crossed is None:
                 return None
-            test = self._test(stream, metric)
-            if test is None or not test.significant:
-                return None
             severity, threshold = crossed
-            stream.firing[metric] = _Firing(
-                severity, threshold, test.name, test.p_value, test.interval, now, now, change
-            )
-            return self._event(AlertState.FIRING, stream, metric, (base, cur, change), now)
-        base, cur, change = self._change(stream, metric, exact=True)
-        crossed = thresholds.crossed(change)
-        if crossed is None:
-            del stream.firing[metric]
-            stream.cooldown_until[metric] = now + cfg.cooldown_ms
+            c.firing = _Firing(severity, threshold, now, now, est.change)
+            c.r = 0.0
+            stream.guard[slot].clear()  # it holds the regression's first observations
             return self._event(
-                AlertState.RESOLVED,
-                stream,
-                metric,
-                (base, cur, change),
-                now,
-                firing=firing,
-                reason="recovered",
+                AlertState.FIRING, stream, metric, est, now, f=c.firing, c=c, param=param
             )
-        severity, threshold = crossed
-        due = now - firing.last_update >= cfg.update_interval_ms and change != firing.last_change
-        if severity is firing.severity and not due:
+        firing = c.firing
+        c.run += 1
+        c.shift_sum += u
+        c.r = max(0.0, c.r + self._recovery_step(metric, param, c, value, u))
+        est = self._estimate(stream, metric, slot, param, c.run)
+        if c.r > param.h:
+            return self._resolve(stream, metric, est, now, "recovered", c=c, param=param)
+        thresholds = self.config.thresholds(metric)
+        severity, threshold = _severity(thresholds, est.change, firing.severity)
+        escalated = severity is Severity.CRITICAL and firing.severity is not Severity.CRITICAL
+        moved = severity is not firing.severity or _moved(
+            est.change, firing.last_change, thresholds.warning
+        )
+        due = now - firing.last_update >= self.config.update_interval_ms
+        if not (escalated or (moved and due)):
             return None
         firing.severity, firing.threshold = severity, threshold
-        firing.last_update, firing.last_change = now, change
-        # An update carries the test on the windows as they are now (for the record only:
-        # staying firing does not need significance).
-        test = self._test(stream, metric, throttle=False)
-        if test is not None:
-            firing.p_value, firing.interval = test.p_value, test.interval
-        return self._event(AlertState.UPDATED, stream, metric, (base, cur, change), now)
+        firing.last_update, firing.last_change = now, est.change
+        return self._event(AlertState.UPDATED, stream, metric, est, now, f=firing, c=c, param=param)
 
-    def _test(self, stream: _Stream, metric: str, *, throttle: bool = True) -> _Test | None:
-        cfg = self.config
-        confidence = 1.0 - cfg.alpha
-        base_w, cur_w = stream.baseline, stream.current
+    @staticmethod
+    def _recovery_step(metric: str, param: _Param, c: _Cusum, value: float, u: float) -> float:
+        """A step of the CUSUM for a return to the baseline (drift > 0 once recovered)."""
         if metric == PASS_RATE:
-            slot = _SLOT[PASS_RATE]
-            cur_passed = cur_w.column(slot)
-            base_passed = base_w.column(slot)
-            interval = newcombe_interval(
-                sum(1 for v in cur_passed if v),
-                len(cur_passed),
-                sum(1 for v in base_passed if v),
-                len(base_passed),
-                confidence,
-            )
-            return _Test(TEST_NEWCOMBE, interval.high < 0.0, None, (interval.low, interval.high))
+            q0 = param.q0
+            # The failure rate since the change point, from the mean LLR step.
+            q1 = _failure_rate(param, c.shift_sum / c.run)
+            if q1 <= q0 * 1.01:
+                return math.inf  # no regression left to support
+            return math.log(q0 / q1) if value > 0.5 else math.log((1.0 - q0) / (1.0 - q1))
+        half = max(c.shift_sum / c.run, 0.0) / 2.0
+        return half - u
+
+    def _estimate(
+        self, stream: _Stream, metric: str, slot: int, param: _Param, run: int
+    ) -> _Estimate:
+        recent = stream.recent[slot]
+        n = min(run, len(recent))
+        tail = list(recent)[len(recent) - n :] if n > 0 else list(recent)
+        level = math.fsum(tail) / len(tail) if tail else param.center
+        if metric == PASS_RATE:
+            base, cur = 1.0 - param.center, 1.0 - level
+            return _Estimate(base, cur, base - cur)
+        if metric == COST:
+            # Below the offset is rounding of a zero cost: a rise from it is unbounded.
+            base = _cost(param.center)
+            cur = _cost(level)
+            return _Estimate(base, cur, delta_percent(cur, base))
         if metric == LATENCY_P95:
-            # While the threshold stays crossed without significance, rerun the test only
-            # every `bootstrap_every` observations; the interval is only computed for events.
-            last = stream.last_bootstrap
-            if throttle:
-                if last is not None and stream.observed - last < cfg.bootstrap_every:
-                    return None
-                stream.last_bootstrap = stream.observed
-                rise_p = exact_bootstrap_quantile_rise_p(base_w.latencies, cur_w.latencies)
-                if not rise_p < cfg.alpha / 2.0:
-                    return _Test(TEST_BOOTSTRAP, False)
-            ci = exact_bootstrap_quantile_diff_ci(
-                base_w.latencies, cur_w.latencies, q=95.0, confidence=confidence
-            )
-            # Throttled: significance was decided above (rise_p), the same as ci.low > 0.
-            return _Test(TEST_BOOTSTRAP, throttle or ci.low > 0.0, None, (ci.low, ci.high))
-        slot = _SLOT[metric]
-        result = welch_t_test(cur_w.column(slot), base_w.column(slot))
-        worse = result.mean_diff > 0.0 if metric == COST else result.mean_diff < 0.0
-        return _Test(TEST_WELCH, worse and result.p_value < cfg.alpha, result.p_value, None)
+            base = param.p95
+            cur = base * math.exp(level - param.center)
+            return _Estimate(base, cur, delta_percent(cur, base))
+        return _Estimate(param.center, level, param.center - level)
+
+    def _resolve(
+        self,
+        stream: _Stream,
+        metric: str,
+        est: _Estimate,
+        now: float,
+        reason: str,
+        *,
+        c: _Cusum,
+        param: _Param | None,
+    ) -> AlertEvent:
+        firing = c.firing
+        assert firing is not None
+        event = self._event(
+            AlertState.RESOLVED, stream, metric, est, now, f=firing, c=c, param=param, reason=reason
+        )
+        c.firing = None
+        c.s, c.r, c.run, c.shift_sum = 0.0, 0.0, 0, 0.0
+        stream.cooldown_until[metric] = now + self.config.cooldown_ms
+        stream.guard[_SLOT[metric]].clear()  # the recovery's first values may be regressed
+        return event
 
     def _event(
         self,
         state: AlertState,
         stream: _Stream,
         metric: str,
-        measured: tuple[float, float, float],
+        est: _Estimate,
         now: float,
         *,
-        firing: _Firing | None = None,
+        f: _Firing,
+        c: _Cusum,
+        param: _Param | None,
         reason: str | None = None,
     ) -> AlertEvent:
-        base, cur, change = measured
-        f = firing or stream.firing[metric]
         pct = metric in (LATENCY_P95, COST)
         # Report the signed change (current - baseline), not the regression-positive one.
-        signed = change if pct else -change
+        signed = est.change if pct else -est.change
         shown = (
             ("unbounded (baseline 0)" if math.isinf(signed) else f"{signed:+.1f} %")
             if pct
@@ -611,46 +700,77 @@ class RegressionDetector:
             AlertState.RESOLVED: "recovered",
         }[state]
         message = (
-            f"{stream.agent_id}/{stream.variant} {metric} {what}: {cur:.4g} vs baseline "
-            f"{base:.4g} ({shown}; threshold {f.threshold:g}{' %' if pct else ''}; {f.test})"
+            f"{stream.agent_id}/{stream.variant} {metric} {what}: {est.current:.4g} vs "
+            f"baseline {est.baseline:.4g} ({shown}; threshold {f.threshold:g}"
+            f"{' %' if pct else ''}; {TEST_CUSUM})"
         )
+        slot = _SLOT[metric]
+        resolved = state is AlertState.RESOLVED
         return AlertEvent(
             state=state,
             agent_id=stream.agent_id,
             variant=stream.variant,
             metric=metric,
             severity=f.severity,
-            baseline_value=base,
-            current_value=cur,
+            baseline_value=est.baseline,
+            current_value=est.current,
             change=signed,
             change_unit="pct" if pct else "abs",
             threshold=f.threshold,
-            test=f.test,
-            p_value=f.p_value,
-            interval=f.interval,
-            n_baseline=stream.baseline.count(metric),
-            n_current=stream.current.count(metric),
+            test=TEST_CUSUM,
+            p_value=None,
+            interval=None,
+            n_baseline=len(stream.reference[slot]),
+            n_current=min(c.run, len(stream.recent[slot])),
             fired_at=f.fired_at,
             at=now,
             message=message,
             reason=reason,
+            statistic=c.r if resolved else c.s,
+            limit=None if param is None else param.h,
         )
 
     def _resolve_all(self, stream: _Stream, now: float, reason: str) -> list[AlertEvent]:
         events = []
-        for metric, f in list(stream.firing.items()):
-            base, cur, change = self._change(stream, metric, exact=True)
-            events.append(
-                self._event(
-                    AlertState.RESOLVED,
-                    stream,
-                    metric,
-                    (base, cur, change),
-                    now,
-                    firing=f,
-                    reason=reason,
-                )
-            )
-            stream.cooldown_until[metric] = now + self.config.cooldown_ms
-        stream.firing.clear()
+        for metric, slot in self._plan:
+            c = stream.cusums[metric]
+            if c.firing is None:
+                continue
+            param = stream.params[slot]
+            if param is None:
+                est = _Estimate(math.nan, math.nan, c.firing.last_change)
+            else:
+                est = self._estimate(stream, metric, slot, param, c.run)
+            events.append(self._resolve(stream, metric, est, now, reason, c=c, param=param))
         return events
+
+
+def _severity(thresholds: Thresholds, change: float, current: Severity) -> tuple[Severity, float]:
+    """The severity of a firing alert: CRITICAL beyond the critical threshold, back to
+    WARNING only half a WARNING threshold below it (no flapping on the boundary)."""
+    critical = thresholds.critical
+    if critical is None:
+        return Severity.WARNING, thresholds.warning
+    keep = current is Severity.CRITICAL and change > critical - thresholds.warning / 2.0
+    if change > critical or keep:
+        return Severity.CRITICAL, critical
+    return Severity.WARNING, thresholds.warning
+
+
+def _cost(log_cost: float) -> float:
+    cost = math.exp(log_cost) - COST_OFFSET_USD
+    return cost if cost >= COST_OFFSET_USD / 2.0 else 0.0
+
+
+def _moved(change: float, last: float, material: float) -> bool:
+    """A move of at least the WARNING threshold and half the last reported change."""
+    if math.isinf(change) or math.isinf(last):
+        return change != last
+    return abs(change - last) >= max(material, abs(last) / 2.0)
+
+
+def _failure_rate(param: _Param, mean_step: float) -> float:
+    """The failure rate q whose expected LLR step is `mean_step`: q·f + (1-q)·o = mean."""
+    f, o = param.llr_fail, param.llr_ok
+    q = (mean_step - o) / (f - o)
+    return min(max(q, 0.0), 0.99)

@@ -295,8 +295,6 @@ class Scorer:
                 )
             baseline = self.baselines.baseline_for(inp.attrs)
         scores = score_episode(inp, baseline, self.config)
-        if self.baselines is not None:
-            self.baselines.observe(inp)
         alerts = tuple(self.rules.evaluate(scores))
         passed = episode_passes(result.passed, alerts)
         counts: dict[str, int] = {}
@@ -312,10 +310,19 @@ class Scorer:
             started_ts=result.started_ts,
             ended_ts=result.ended_ts,
         )
+        observation = Observation.from_scores(
+            inp, scores, passed, warmup=self.baselines is not None and baseline is None
+        )
         if self.detector is not None:
             now = result.ended_ts if result.ended_ts is not None else 0.0
-            observation = Observation.from_scores(inp, scores, passed)
             self.regressions.extend(self.detector.observe(observation, now))
+        # After scoring (an episode is never its own baseline), and not while its stream's
+        # regression fires: a rolling baseline must not learn the regressed episodes.
+        if self.baselines is not None and not (
+            self.detector is not None
+            and self.detector.holding(observation.agent_id, observation.variant)
+        ):
+            self.baselines.observe(inp)
         self.episodes.append(scored)
         return scored
 

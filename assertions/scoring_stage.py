@@ -11,7 +11,7 @@ Settings, from the `scoring:` YAML/JSON file (every part optional):
     weights: {correctness: 40, cost: 20, tool_match: 20, latency: 10, safety: 10}
     safety: {...}                  # detectors and penalties, see `scoring.SafetyConfig`
     alerts: {cost: {warning: 20, critical: 40}, ...}   # see `alert_rules.AlertRules`
-    regression: {window: 100, min_samples: 30, ...}    # see `regression.RegressionConfig`
+    regression: {reference: 150, guard: 100, ...}      # see `regression.RegressionConfig`
     baselines:
       mode: rolling                # or `file` (an explicit baseline run) or `none`
       file: baselines.json         # with mode: file
@@ -24,7 +24,7 @@ Settings, from the `scoring:` YAML/JSON file (every part optional):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,9 +190,17 @@ def load_scoring_settings(path: str | Path) -> ScoringSettings:
 class ScoringStage:
     """Scores closed episodes against the baseline store (which it then updates)."""
 
-    def __init__(self, settings: ScoringSettings, baselines: BaselineStore | None) -> None:
+    def __init__(
+        self,
+        settings: ScoringSettings,
+        baselines: BaselineStore | None,
+        holding: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        """`holding(agent_id, variant)`: whether that stream's regression is firing (the
+        detector's `holding`); its episodes are then not added to the rolling baseline."""
         self.settings = settings
         self.baselines = baselines
+        self.holding = holding
 
     def score(self, result: EpisodeResult, tool_names: Sequence[str]) -> ScoredEpisode:
         inp = ScoringInput.from_result(result, tool_names)
@@ -200,14 +208,20 @@ class ScoringStage:
         key = store.key_for(inp.attrs) if store is not None else None
         baseline = store.get(key) if store is not None and key is not None else None
         scores = score_episode(inp, baseline, self.settings.scoring)
-        if store is not None:
-            store.observe(inp)  # after scoring: an episode is never its own baseline
         alerts = self.settings.alerts.evaluate(scores)
         passed = episode_passes(result.passed, alerts)
+        observation = Observation.from_scores(
+            inp, scores, passed, warmup=store is not None and baseline is None
+        )
+        holding = self.holding
+        if store is not None and not (
+            holding is not None and holding(observation.agent_id, observation.variant)
+        ):
+            store.observe(inp)  # after scoring: an episode is never its own baseline
         return ScoredEpisode(
             scores=scores,
             alerts=alerts,
             passed=passed,
-            observation=Observation.from_scores(inp, scores, passed),
+            observation=observation,
             baseline_key=key,
         )

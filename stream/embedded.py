@@ -240,9 +240,11 @@ def _scoring_stages(
     """The pipeline's scoring stage and in-process regression detection, when configured."""
     if scoring is None:
         return {}
+    # One detector: the rolling baselines hold while a stream's regression fires.
+    detector = RegressionDetector(scoring.regression)
     return {
-        "scoring": ScoringStage(scoring, scoring.baseline_store()),
-        "regression": InlineRegression(RegressionDetector(scoring.regression), sink, metrics),
+        "scoring": ScoringStage(scoring, scoring.baseline_store(), detector.holding),
+        "regression": InlineRegression(detector, sink, metrics),
     }
 
 

@@ -134,10 +134,12 @@ class Worker:
         if isinstance(self.baselines, RollingBaselines):
             for snapshot in baseline_snapshots:
                 self.baselines.restore(orjson.loads(snapshot))
-        self.stage = ScoringStage(scoring, self.baselines) if scoring else None
+        self.stage: ScoringStage | None = None
         self.regression: InlineRegression | None = None
         if scoring is not None:
             detector = RegressionDetector(scoring.regression)
+            # The hold sees the streams this worker detects (all of them with one worker).
+            self.stage = ScoringStage(scoring, self.baselines, detector.holding)
             self.regression = InlineRegression(detector, AwaitedSink(self), self.metrics)
         self.alert_sinks = build_alert_sinks(scoring, self.metrics) if scoring else None
         self.states: dict[int, PartitionState] = {}

@@ -30,35 +30,32 @@ def write_episodes(path: Path, costs: list[float]) -> Path:
 async def test_nightly_sweep_raises_one_windowed_alert_for_a_sustained_regression(
     tmp_path: Path,
 ) -> None:
-    # 30 steady episodes, then 30 that cost 60 % more (with a little noise so the t-test
-    # has a variance to work with).
-    steady = [0.020 + 0.0001 * (i % 3) for i in range(30)]
+    # 80 steady episodes (a reference of 50 behind a guard of 20), then 30 that cost 60 %
+    # more (with a little noise).
+    steady = [0.020 + 0.0001 * (i % 3) for i in range(80)]
     regressed = [0.032 + 0.0001 * (i % 3) for i in range(30)]
     source = write_episodes(tmp_path / "episodes.ndjson", steady + regressed)
     settings = NightlySettings(
         files=[str(source)],
         since=None,
         out_dir=str(tmp_path / "out"),
-        regression={"window": 30, "min_samples": 10, "update_interval_ms": 3_600_000},
+        regression={"reference": 50, "guard": 20, "update_interval_ms": 3_600_000},
         rolling_window=200,
         rolling_min_episodes=5,
     )
     result = await run_nightly(settings, now=NOW)
     events = [(e.state.value, e.metric, e.severity.value) for e in result.run.regressions]
     cost_events = [e for e in events if e[1] == "cost_per_episode_usd"]
-    # One alert: it fires once the rise crosses the WARNING line significantly, and is
-    # updated to CRITICAL as more regressed episodes fill the window.
-    assert cost_events == [
-        ("firing", "cost_per_episode_usd", "warning"),
-        ("updated", "cost_per_episode_usd", "critical"),
-    ]
+    # One alert: its CUSUM crosses within a few episodes, the +60 % rise is CRITICAL, and
+    # it stays firing (no update: nothing moved materially).
+    assert cost_events == [("firing", "cost_per_episode_usd", "critical")]
     assert result.exit_code == 1
     assert result.json_path == tmp_path / "out" / "score-20260301T060000Z.json"
     obj = json.loads(result.json_path.read_text())
     assert obj["summary"]["critical_regressions"] >= 1
     markdown = result.markdown_path.read_text()
     assert "## Windowed regressions" in markdown
-    assert "| updated | CRITICAL | support-bot/default | cost_per_episode_usd |" in markdown
+    assert "| firing | CRITICAL | support-bot/default | cost_per_episode_usd |" in markdown
 
 
 @pytest.mark.asyncio

@@ -21,8 +21,8 @@ PHASES = (("normal", 60, 1.0), ("regressed", 45, 2.0), ("recovered", 90, 1.0))
 SCORING_YAML = """\
 baselines: {mode: none}
 regression:
-  window: 30
-  min_samples: 10
+  reference: 30
+  guard: 10
   cooldown_ms: 0
   update_interval_ms: 1.0e12
 """
