@@ -187,11 +187,12 @@ async def _partitions(consumer: Any, topic: str) -> list[int]:
 class TopicWriter:
     """Produces messages to one topic with acks from all replicas.
 
-    A message keeps its recorded partition when the topic has it, so each partition's log
-    is reproduced in order (and an episode's messages, which share a partition, stay
-    together); otherwise its key decides (Kafka's default partitioner, as evalstream's
-    producers use). With `by_key` (renamed episode ids: a new key has its own partition,
-    which the worker checks) every keyed message goes where its key decides.
+    A keyed message goes where its key decides (Kafka's default murmur2 partitioner, as
+    evalstream's producers use): the worker dead-letters a keyed record found on any other
+    partition, and a recording may come from a topic with another partition count or be
+    renamed. An episode's messages share a key, so they stay together and in order. An
+    unkeyed message keeps its recorded partition when the topic has it, and so does every
+    message with `keep_partitions` (a faithful copy of a topic not partitioned by key).
     `keep_timestamps` produces each message with its recorded timestamp."""
 
     def __init__(
@@ -201,10 +202,10 @@ class TopicWriter:
         *,
         keep_timestamps: bool = True,
         window: int = 1000,
-        by_key: bool = False,
+        keep_partitions: bool = False,
     ) -> None:
         self.bootstrap = bootstrap
-        self.by_key = by_key
+        self.keep_partitions = keep_partitions
         self.topic = topic
         self.keep_timestamps = keep_timestamps
         self.window = window
@@ -234,7 +235,7 @@ class TopicWriter:
         self._partition_set = frozenset(partitions)
 
     async def send(self, msg: RecordedMessage) -> None:
-        keep = msg.partition in self._partition_set and not (self.by_key and msg.key is not None)
+        keep = (self.keep_partitions or msg.key is None) and msg.partition in self._partition_set
         partition = msg.partition if keep else None
         future = await self._producer.send(
             self.topic,

@@ -228,6 +228,13 @@ def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
     show_default=True,
     help="Timestamps of messages produced by --into topic.",
 )
+@click.option(
+    "--keep-partitions",
+    is_flag=True,
+    help="--into topic: every message keeps its recorded partition (a faithful copy of a "
+    "topic not partitioned by key). Default: a keyed message goes where its key decides, "
+    "as the worker requires of signals.",
+)
 @_suite_options
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, writable=True))
@@ -265,6 +272,7 @@ def replay_command(
     episode_suffix: str,
     speed: float | None,
     timestamps: str,
+    keep_partitions: bool,
     fmt: str,
     out: str | None,
     metrics_port: int,
@@ -316,7 +324,10 @@ def replay_command(
         bootstrap = _broker(broker)
         target: Any = TopicTarget(
             TopicWriter(
-                bootstrap, to_topic, keep_timestamps=timestamps == "original", by_key=bool(rename)
+                bootstrap,
+                to_topic,
+                keep_timestamps=timestamps == "original",
+                keep_partitions=keep_partitions,
             )
         )
     else:

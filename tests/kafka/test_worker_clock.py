@@ -16,7 +16,14 @@ from assertions.suites import load_suite
 from connectors.kafka_topics import ensure_topics, topic_config
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
-from tests.kafka.helpers import Deployment, consume, halves, jsonl_records, without_key
+from tests.kafka.helpers import (
+    Deployment,
+    by_episode,
+    consume,
+    halves,
+    jsonl_records,
+    without_key,
+)
 
 pytestmark = pytest.mark.kafka
 REPO = Path(__file__).resolve().parents[2]
@@ -89,8 +96,8 @@ def test_a_producer_ten_minutes_behind_gets_the_same_episodes(deployment: Deploy
     asyncio.run(produce_at(bootstrap, signals, rest_behind, -BEHIND_MS))
 
     want = 3 * len(ids)
-    episodes = asyncio.run(
-        consume(bootstrap, deployment.topic("episodes"), until=want, timeout=120)
+    episodes = by_episode(
+        asyncio.run(consume(bootstrap, deployment.topic("episodes"), until=want, timeout=120))
     )
     assert len(episodes) == want, deployment.logs()
     expected = {

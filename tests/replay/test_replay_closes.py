@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from stream.dev_kafka import KafkaBroker
-from tests.kafka.helpers import Deployment, consume, halves, jsonl_records, produce
+from tests.kafka.helpers import (
+    Deployment,
+    by_episode,
+    consume,
+    halves,
+    jsonl_records,
+    produce,
+)
 from tests.replay.helpers import REPO, cli, read_recording
 from tests.replay.test_worker_replay import renamed_back
 
@@ -72,8 +79,8 @@ def test_a_default_topic_replay_closes_episodes_where_the_originals_did(
     asyncio.run(produce(bootstrap, original.topic("signals"), first_part))
     time.sleep(PAUSE_S)
     asyncio.run(produce(bootstrap, original.topic("signals"), second_part))
-    first = asyncio.run(
-        consume(bootstrap, original.topic("episodes"), until=episodes_n, timeout=120)
+    first = by_episode(
+        asyncio.run(consume(bootstrap, original.topic("episodes"), until=episodes_n, timeout=120))
     )
     assert len(first) == episodes_n, original.logs()
     reasons = {d[0]["close_reason"] for d in first.values()}
@@ -114,8 +121,8 @@ def test_a_default_topic_replay_closes_episodes_where_the_originals_did(
     )
     assert proc.returncode == 0, proc.stderr
     assert f"replayed {len(recorded)} messages" in proc.stderr
-    again = asyncio.run(
-        consume(bootstrap, second.topic("episodes"), until=episodes_n + 1, timeout=120)
+    again = by_episode(
+        asyncio.run(consume(bootstrap, second.topic("episodes"), until=episodes_n + 1, timeout=120))
     )
     del again["warmup"]
     assert set(again) == {f"replay-{k}" for k in first}, second.logs()

@@ -136,6 +136,7 @@ def test_slices_by_time_offset_and_partition(kafka_broker: KafkaBroker, tmp_path
         target,
         "--broker",
         bootstrap,
+        "--keep-partitions",
     )
     assert proc.returncode == 0, proc.stderr
     copied = asyncio.run(read_topic(bootstrap, target, count=4))
