@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from assertions.errors import SignalDecodeError
-from assertions.signals import Signal, signal_from_obj
+from assertions.signals import Signal, check_signal, signal_from_obj
 from connectors.gateway.errors import Rejected
 from connectors.gateway.publisher import LLM_CALLS, SIGNALS, OutRecord
 from connectors.gateway.redaction import Redactor
@@ -137,7 +137,7 @@ def converted_records(
     signals: list[Signal] = []
     for index, obj in enumerate(items):
         try:
-            signals.extend(convert(obj))
+            signals.extend(check_signal(sig) for sig in convert(obj))
         except SignalDecodeError as exc:
             problems.add(index, exc)
     problems.raise_if_any(len(items))
