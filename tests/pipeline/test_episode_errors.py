@@ -49,7 +49,7 @@ def episode(eid: str, t0: float, **poison: Any) -> list[Signal]:
 
 GOOD = episode("good1", T0) + episode("good2", T0 + 1000)
 # Built directly, past the decoder's limits: what a codec bug or a Python caller could make.
-POISONS = {
+POISONS: dict[str, dict[str, Any]] = {
     "timestamp 1e308 (report fails)": {"fields": {"ts": 1e308, "payload": {"name": "Edit"}}},
     "timestamp -1e308 (report fails)": {"fields": {"ts": -1e308, "payload": {"name": "Edit"}}},
     "infinite tokens (evaluation fails)": {
