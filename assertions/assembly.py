@@ -4,7 +4,9 @@ Clock-agnostic: every call takes `now` in epoch milliseconds. Offline runs pass 
 (the watermark of the input), live runtimes pass wall-clock time; the rules are the same.
 
 Close reasons: `ended` (an end signal, after the grace period), `timed_out` (inactivity),
-`truncated` (max duration or max signals), `end_of_input` (offline input ran out first).
+`truncated` (max duration or max signals), `end_of_input` (offline input ran out first),
+`error` (feeding or closing it raised: the episode is reported with status `error`, and every
+other episode goes on).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from assertions.engine import EpisodeEvaluation, PendingJudgement, Plan
-from assertions.facts import EpisodeFacts
+from assertions.facts import EpisodeFacts, EpisodeMetrics
 from assertions.patterns import compile_pattern
 from assertions.pricing import PricingTable, default_pricing
-from assertions.results import EpisodeResult
+from assertions.results import EpisodeResult, describe_error
 from assertions.signals import Signal
 
 JSON = Any
@@ -32,6 +34,7 @@ class CloseReason(StrEnum):
     TIMED_OUT = "timed_out"
     TRUNCATED = "truncated"
     END_OF_INPUT = "end_of_input"
+    ERROR = "error"
 
 
 class Accept(IntEnum):
@@ -109,6 +112,7 @@ class ClosedEpisode:
     episode: OpenEpisode
     reason: CloseReason
     pending: list[PendingJudgement]
+    error: str | None = None  # what raised while feeding or closing it (`describe_error`)
 
     @property
     def evaluation(self) -> EpisodeEvaluation:
@@ -132,6 +136,36 @@ class ClosedEpisode:
             started_ts=facts.started_ts,
             ended_ts=facts.ended_ts,
             output=facts.output(),
+        )
+
+    def report(self) -> EpisodeResult:
+        """`result()`, checked to render; an `error_result` when building or rendering it
+        raises (the exception is described in `error`)."""
+        if self.error is None:
+            try:
+                result = self.result()
+                result.to_json()
+            except Exception as exc:  # any failure is this episode's alone
+                self.error = describe_error(exc)
+            else:
+                return result
+        return self.error_result()
+
+    def error_result(self) -> EpisodeResult:
+        """The episode as status `error`: only what cannot fail to render (its id, case,
+        close reason, counts, attributes), none of its evaluation."""
+        ep = self.episode
+        case_id = ep.attrs.get("case_id")
+        return EpisodeResult(
+            episode_id=ep.episode_id,
+            case_id=case_id if isinstance(case_id, str) else None,
+            close_reason=self.reason.value,
+            signals=ep.signals,
+            duplicates=ep.duplicates,
+            assertions=[],
+            metrics=EpisodeMetrics(),
+            attrs=dict(ep.attrs),
+            error=self.error or "the episode could not be reported",
         )
 
 
@@ -218,11 +252,15 @@ class EpisodeAssembler:
         ep.signals += 1
         if sig.attrs:
             ep.attrs.update(sig.attrs)
-        if ep.reorder is None:
-            self._evaluate(ep, sig, now)
-        else:
-            heapq.heappush(ep.reorder, (sig.ts, sig.seq or 0, next(self._tiebreak), sig))
-            self._release(ep, now, final=False)
+        try:
+            if ep.reorder is None:
+                self._evaluate(ep, sig, now)
+            else:
+                heapq.heappush(ep.reorder, (sig.ts, sig.seq or 0, next(self._tiebreak), sig))
+                self._release(ep, now, final=False)
+        except Exception as exc:  # this episode's alone: it closes as `error`, others go on
+            self._close(ep, CloseReason.ERROR, describe_error(exc))
+            return Accept.ACCEPTED
         if ep.end_deadline is not None and ep.end_deadline <= now:
             self._close(ep, CloseReason.ENDED)  # zero grace: the end signal closes at once
             return Accept.ACCEPTED
@@ -328,16 +366,37 @@ class EpisodeAssembler:
             reason = CloseReason.ENDED if ep.end_deadline is not None else CloseReason.END_OF_INPUT
             self._close(ep, reason)
 
-    def _close(self, ep: OpenEpisode, reason: CloseReason) -> None:
-        if ep.reorder:
-            self._release(ep, ep.last_seen, final=True)
+    def fail(self, episode_id: str, exc: BaseException) -> bool:
+        """Feeding a signal of this episode raised: close it as `error` now (its state may be
+        half updated); later signals of it are late. False if it is not open."""
+        ep = self.open.get(episode_id)
+        if ep is None:
+            return False
+        self._close(ep, CloseReason.ERROR, describe_error(exc))
+        return True
+
+    def _close(self, ep: OpenEpisode, reason: CloseReason, error: str | None = None) -> None:
+        # One episode's evaluation raising must not stop a sweep closing the others: it
+        # becomes this episode's `error`.
+        if ep.reorder and error is None:
+            try:
+                self._release(ep, ep.last_seen, final=True)
+            except Exception as exc:  # this episode's alone
+                error = describe_error(exc)
         del self.open[ep.episode_id]
         self.ending.pop(ep.episode_id, None)
         self.closed_ids[ep.episode_id] = None
         if len(self.closed_ids) > self.closed_memory:
             del self.closed_ids[next(iter(self.closed_ids))]
-        pending = ep.evaluation.finish()
-        self.ready.append(ClosedEpisode(ep, reason, pending))
+        pending: list[PendingJudgement] = []
+        if error is None:
+            try:
+                pending = ep.evaluation.finish()
+            except Exception as exc:  # this episode's alone
+                error = describe_error(exc)
+        if error is not None:
+            reason = CloseReason.ERROR
+        self.ready.append(ClosedEpisode(ep, reason, pending, error))
 
     def drain_ready(self) -> list[ClosedEpisode]:
         ready, self.ready = self.ready, []

@@ -13,6 +13,13 @@ from assertions.verdicts import Verdict
 
 JSON = Any
 OUTPUT_PREVIEW_CHARS = 2000
+ERROR_MESSAGE_CHARS = 500
+
+
+def describe_error(exc: BaseException) -> str:
+    """`Type: message` of an exception, bounded: what an `error` episode reports."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= ERROR_MESSAGE_CHARS else text[: ERROR_MESSAGE_CHARS - 1] + "…"
 
 
 def iso_ms(ts: float | None) -> str | None:
@@ -64,6 +71,8 @@ class EpisodeResult:
     ended_ts: float | None = None
     output: str | None = None
     notes: list[str] = field(default_factory=list)
+    # Closing, evaluating or reporting this episode raised: what, as `describe_error` says.
+    error: str | None = None
 
     @property
     def evaluated(self) -> bool:
@@ -72,6 +81,8 @@ class EpisodeResult:
     @property
     def status(self) -> str:
         """passed | failed | error | unevaluated (no assertion applied)."""
+        if self.error is not None:
+            return "error"
         if not self.assertions:
             return "unevaluated"
         verdicts = {a.verdict for a in self.assertions}
@@ -92,7 +103,7 @@ class EpisodeResult:
         if output is not None and len(output) > OUTPUT_PREVIEW_CHARS:
             output = output[:OUTPUT_PREVIEW_CHARS] + "…"
         status = self.status  # `passed`, from the same status
-        return {
+        out = {
             "episode_id": self.episode_id,
             "case_id": self.case_id,
             "passed": None if status == "unevaluated" else status == "passed",
@@ -109,6 +120,9 @@ class EpisodeResult:
             "notes": self.notes,
             "assertions": [a.to_json() for a in self.assertions],
         }
+        if self.error is not None:  # only then: the contract of every other episode is kept
+            out["error"] = self.error
+        return out
 
 
 @dataclass

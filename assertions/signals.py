@@ -15,6 +15,17 @@ from typing import Any
 import orjson
 
 from assertions.errors import SignalDecodeError
+from assertions.signal_limits import (
+    MAX_ID_CHARS,
+    MAX_TIMESTAMP_MS,
+    MIN_TIMESTAMP_MS,
+    SUMMED_SIGNALS,
+    check_attrs,
+    check_payload_numbers,
+    check_seq,
+    check_text,
+    check_timestamp,
+)
 
 JSON = Any  # a decoded JSON value; kept loose on purpose at the wire boundary
 
@@ -179,6 +190,8 @@ def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
         raise SignalDecodeError(
             "missing_name", "signal has no `name` (a non-empty string such as 'tool:call')"
         )
+    if len(name) > MAX_ID_CHARS or not name.isprintable():  # inlined fast path
+        check_text(name, "signal `name`")
     ep = get("episode_id")
     if ep is None:
         ep = episode_id
@@ -187,6 +200,8 @@ def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
             "missing_episode_id",
             "signal has no `episode_id`; set the field, or key the message by episode id",
         )
+    if len(ep) > MAX_ID_CHARS or not ep.isprintable():  # inlined fast path
+        check_text(ep, "signal `episode_id`")
     raw_ts = get("timestamp")
     if raw_ts is None:
         raise SignalDecodeError(
@@ -197,38 +212,79 @@ def signal_from_obj(obj: JSON, *, episode_id: str | None = None) -> Signal:
         ts = _rfc3339_ms(raw_ts) if type(raw_ts) is str else parse_timestamp(raw_ts)
     except ValueError as exc:
         raise SignalDecodeError("bad_timestamp", f"signal `timestamp` {raw_ts!r}: {exc}") from exc
+    if not MIN_TIMESTAMP_MS <= ts < MAX_TIMESTAMP_MS:  # inlined: also true for NaN
+        check_timestamp(ts, raw_ts)
     sid = get("id")
     if sid is None:
         sid = _content_id(obj)
     elif type(sid) is not str or not sid:
         raise SignalDecodeError("bad_id", f"signal `id` must be a non-empty string, got {sid!r}")
+    elif len(sid) > MAX_ID_CHARS or not sid.isprintable():
+        check_text(sid, "signal `id`")
     seq = get("seq")
-    if seq is not None and type(seq) is not int:
-        raise SignalDecodeError("bad_seq", f"signal `seq` must be an integer, got {seq!r}")
+    if seq is not None:
+        if type(seq) is not int:
+            raise SignalDecodeError("bad_seq", f"signal `seq` must be an integer, got {seq!r}")
+        check_seq(seq)
     source = get("source")
-    agent = parent = provider = None
-    if source is not None:
-        if type(source) is not dict:
-            raise SignalDecodeError(
-                "bad_source", "signal `source` must be an object {agent?, provider?, parent?}"
-            )
-        agent = source.get("agent")
-        parent = source.get("parent")
-        provider = source.get("provider")
-        if (
-            (agent is not None and type(agent) is not str)
-            or (parent is not None and type(parent) is not str)
-            or (provider is not None and type(provider) is not str)
-        ):
-            raise SignalDecodeError(
-                "bad_source", "signal `source.agent`, `.parent` and `.provider` must be strings"
-            )
+    agent, parent, provider = (None, None, None) if source is None else _source_fields(source)
     attrs = get("attrs")
-    if attrs is not None and type(attrs) is not dict:
-        raise SignalDecodeError("bad_attrs", "signal `attrs` must be an object")
-    return Signal(
-        sid, ep, name, ts, raw_ts, seq, agent, parent, provider, get("payload"), attrs or None
-    )
+    if attrs is not None:
+        if type(attrs) is not dict:
+            raise SignalDecodeError("bad_attrs", "signal `attrs` must be an object")
+        check_attrs(attrs)
+    payload = get("payload")
+    if name in SUMMED_SIGNALS:
+        check_payload_numbers(name, payload)
+    return Signal(sid, ep, name, ts, raw_ts, seq, agent, parent, provider, payload, attrs or None)
+
+
+def _source_fields(source: JSON) -> tuple[str | None, str | None, str | None]:
+    if type(source) is not dict:
+        raise SignalDecodeError(
+            "bad_source", "signal `source` must be an object {agent?, provider?, parent?}"
+        )
+    agent = source.get("agent")
+    parent = source.get("parent")
+    provider = source.get("provider")
+    if (
+        (agent is not None and type(agent) is not str)
+        or (parent is not None and type(parent) is not str)
+        or (provider is not None and type(provider) is not str)
+    ):
+        raise SignalDecodeError(
+            "bad_source", "signal `source.agent`, `.parent` and `.provider` must be strings"
+        )
+    _check_source(agent, parent, provider)
+    return agent, parent, provider
+
+
+def _check_source(agent: str | None, parent: str | None, provider: str | None) -> None:
+    if agent is not None:
+        check_text(agent, "signal `source.agent`")
+    if parent is not None:
+        check_text(parent, "signal `source.parent`")
+    if provider is not None:
+        check_text(provider, "signal `source.provider`")
+
+
+def check_signal(sig: Signal) -> Signal:
+    """The limits of `signal_from_obj` (assertions/signal_limits.py), for a signal a codec
+    built from a foreign record; returns it. Raises SignalDecodeError with the reason."""
+    check_text(sig.name, "signal `name`")
+    check_text(sig.episode_id, "signal `episode_id`")
+    check_text(sig.id, "signal `id`")
+    ts = sig.ts
+    if type(ts) is not float and type(ts) is not int:
+        raise SignalDecodeError("bad_timestamp", f"signal `timestamp` {ts!r} is not a number")
+    check_timestamp(ts, sig.timestamp)
+    if sig.seq is not None:
+        check_seq(sig.seq)
+    _check_source(sig.agent, sig.parent, sig.provider)
+    if sig.attrs:
+        check_attrs(sig.attrs)
+    check_payload_numbers(sig.name, sig.payload)
+    return sig
 
 
 def decode_signal(raw: bytes | str, *, episode_id: str | None = None) -> Signal:

@@ -16,7 +16,7 @@ from typing import Any
 
 from assertions.errors import SignalDecodeError
 from assertions.matchers import is_number
-from assertions.signals import Signal, parse_timestamp
+from assertions.signals import Signal, check_signal, parse_timestamp
 
 JSON = Any
 
@@ -102,7 +102,7 @@ def _native(obj: dict[str, JSON], episode_id: str | None) -> list[Signal]:
         provider=provider,
         payload=end_payload,
     )
-    return [begin, end]
+    return [check_signal(begin), check_signal(end)]
 
 
 def _air(obj: dict[str, JSON], episode_id: str | None) -> list[Signal]:

@@ -297,7 +297,7 @@ class LiveReplayer:
         closed = assembler.drain_ready()
         assert len(closed) == 1, "one episode's signals close one episode"
         await resolve_judgements(closed, None)  # no judge here: llm.judge is `error`
-        return closed[0].result(), closed[0].evaluation.facts.tool_names()
+        return closed[0].report(), closed[0].evaluation.facts.tool_names()
 
     async def replay_episode(self, recorded: list[Signal]) -> LivePair:
         candidate, reissued, failed, kept = await self.candidate_signals(recorded)

@@ -17,6 +17,9 @@ DELTA_BUCKETS = (-50, -20, -10, 0, 10, 20, 30, 40, 60, 100, 200)
 LATENCY_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
+EPISODE_ERROR_STAGES = ("evaluate", "report", "early_verdict", "input")
+
+
 class PipelineMetrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
         self.registry = registry or CollectorRegistry()
@@ -46,6 +49,16 @@ class PipelineMetrics:
         self.late = Counter(
             "evalstream_late_signals", "Signals for an episode that had already closed.", registry=r
         )
+        self.episode_errors = Counter(
+            "evalstream_episode_errors",
+            "Episodes whose evaluation (feeding, closing) or report raised; each is reported "
+            "with outcome error and the others go on. stage: evaluate | report | early_verdict "
+            "| input (a signal that no episode could take).",
+            ["stage"],
+            registry=r,
+        )
+        for stage in EPISODE_ERROR_STAGES:
+            self.episode_errors.labels(stage)
         self.open_episodes = Gauge(
             "evalstream_open_episodes", "Episodes currently open.", registry=r
         )

@@ -7,6 +7,7 @@ inactivity, so a recording closes its episodes exactly as live traffic would hav
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable, Sequence
 
 from assertions.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
@@ -14,12 +15,14 @@ from assertions.judging import NO_JUDGE, Judge
 from assertions.kinds.base import CompileContext
 from assertions.pricing import PricingTable, default_pricing
 from assertions.reports.check_report import CheckReport, RejectedInput
+from assertions.results import describe_error
 from assertions.signals import Signal
 from assertions.suites import Suite, SuiteSet
 from assertions.verdicts import error_from_exception
 from connectors.jsonl import Rejected, read_signals
 
 SWEEP_EVERY_MS = 1_000.0
+log = logging.getLogger(__name__)
 
 
 async def resolve_judgements(closed: Sequence[ClosedEpisode], judge: Judge | None) -> None:
@@ -62,7 +65,16 @@ def evaluate_signals(
             rejected.append(RejectedInput(item.source, item.line, item.reason, item.message))
             continue
         watermark = max(watermark, item.ts)
-        if assembler.feed(item, watermark) is Accept.LATE:
+        try:
+            accepted = assembler.feed(item, watermark)
+        except Exception as exc:  # the assembler isolates evaluation; this is the rest
+            if not assembler.fail(item.episode_id, exc):
+                log.error("signal %s could not be fed", item.id, exc_info=exc)
+                rejected.append(
+                    RejectedInput(item.episode_id, None, "episode_error", describe_error(exc))
+                )
+            accepted = Accept.ACCEPTED
+        if accepted is Accept.LATE:
             rejected.append(
                 RejectedInput(
                     item.episode_id,
@@ -80,7 +92,10 @@ def evaluate_signals(
     assembler.flush()
     closed.extend(assembler.drain_ready())
     asyncio.run(resolve_judgements(closed, judge))
-    results = [c.result() for c in closed]
+    results = [c.report() for c in closed]  # one episode failing is that episode's `error`
+    for r in results:
+        if r.error is not None:
+            log.error("episode %r reported as error: %s", r.episode_id, r.error)
     results.sort(key=lambda r: (r.started_ts if r.started_ts is not None else 0.0, r.episode_id))
     unknown = sorted(
         {

@@ -8,6 +8,7 @@ same assembler and engine from files. Nothing about evaluation differs between t
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from assertions.pricing import PricingTable, default_pricing
 from assertions.records import DeadLetter, episode_key, episode_record, verdict_record
 from assertions.regression import METRICS as REGRESSION_METRICS
 from assertions.regression import AlertEvent, AlertState, Observation, RegressionDetector
-from assertions.results import EpisodeResult
+from assertions.results import EpisodeResult, describe_error
 from assertions.scoring import DIMENSIONS
 from assertions.scoring_stage import ScoredEpisode, ScoringStage
 from assertions.signals import Signal, signal_from_obj
@@ -33,6 +34,7 @@ from stream.metrics import PipelineMetrics
 from stream.offline import resolve_judgements
 
 JSON = Any
+log = logging.getLogger(__name__)
 VERDICTS, EPISODES, ALERTS, DLQ = "verdicts", "episodes", "alerts", "dlq"
 # Internal streams of the worker: scored episodes for the regression windows, and rolling
 # baseline snapshots (a compacted topic keyed by baseline key).
@@ -335,7 +337,10 @@ class Pipeline:
                     asm.sweep(self._watermark)
                     self._last_sweep = self._watermark
             now = self.now()
-        status = asm.feed(sig, now)
+        try:
+            status = asm.feed(sig, now)
+        except Exception as exc:  # the assembler isolates evaluation; this is the rest
+            return self._unfed(sig, env, exc)
         if status:  # not Accept.ACCEPTED
             return self._rejected(sig, env, status)
         if asm.early or asm.ready:
@@ -344,6 +349,22 @@ class Pipeline:
             self._open_reported = len(asm.open)
             self.metrics.open_episodes.set(self._open_reported)
         return False
+
+    def _unfed(self, sig: Signal, env: Envelope | None, exc: Exception) -> bool:
+        """Feeding `sig` raised outside its episode's evaluation: the episode, when open,
+        closes as `error`; otherwise the signal goes to the dead letters. Others go on."""
+        if self.assembler.fail(sig.episode_id, exc):
+            return True  # reported (logged, counted) as it is emitted
+        self._child(self.metrics.episode_errors, "input").inc()
+        log.error("signal %s of episode %r could not be fed", sig.id, sig.episode_id, exc_info=exc)
+        self._dead.append(
+            (
+                env or Envelope("signals", orjson.dumps(sig.to_wire())),
+                "episode_error",
+                f"signal {sig.id} ({sig.name}) could not be fed: {describe_error(exc)}",
+            )
+        )
+        return True
 
     def _rejected(self, sig: Signal, env: Envelope | None, status: Accept) -> bool:
         """A duplicate (counted) or a late signal (counted, to the dead letters)."""
@@ -407,10 +428,15 @@ class Pipeline:
             now_s = time.time()
             for early in asm.drain_early():
                 ep = early.episode
-                outcome = ep.evaluation.result_of(early.top_index)
-                record = verdict_record(
-                    ep.episode_id, outcome, ep.attrs, early=True, instance=ep.first_signal_id
-                )
+                try:
+                    outcome = ep.evaluation.result_of(early.top_index)
+                    record = verdict_record(
+                        ep.episode_id, outcome, ep.attrs, early=True, instance=ep.first_signal_id
+                    )
+                except Exception:  # the verdict is still in the episode's record at close
+                    self._child(self.metrics.episode_errors, "early_verdict").inc()
+                    log.exception("early verdict of episode %r not reported", ep.episode_id)
+                    continue
                 await self.sink.publish(VERDICTS, ep.episode_id, record)
                 self.metrics.verdict_delay.observe(max(0.0, now_s - early.signal.ts / 1000.0))
         if asm.ready:
@@ -421,39 +447,63 @@ class Pipeline:
 
     async def _emit_closed(self, closed: list[ClosedEpisode]) -> None:
         await resolve_judgements(closed, self.judge)
-        lead_time, verdicts = self.metrics.lead_time, self.metrics.verdicts
         for c in closed:
-            result = c.result()
-            instance = c.episode.first_signal_id
-            ended = result.ended_ts
-            for outcome in result.assertions:
-                early = outcome.decided_at is not None
-                if not early:
-                    record = verdict_record(
-                        result.episode_id, outcome, result.attrs, early=False, instance=instance
-                    )
-                    await self.sink.publish(VERDICTS, result.episode_id, record)
-                elif ended is not None and outcome.decided_ts is not None:
-                    lead_time.observe(
-                        (outcome.type,), max(0.0, (ended - outcome.decided_ts) / 1000.0)
-                    )
-                verdicts.inc(
-                    (
-                        outcome.suite,
-                        outcome.type,
-                        outcome.verdict.value,
-                        "true" if early else "false",
-                    )
+            if c.error is None:
+                try:
+                    await self._emit_episode(c)
+                    continue
+                except Exception as exc:  # this episode's alone: reported as `error`
+                    c.error = describe_error(exc)
+                    stage = "report"
+                    log.exception("episode %r could not be reported", c.episode.episode_id)
+            else:
+                stage = "evaluate"
+                log.error("episode %r could not be evaluated: %s", c.episode.episode_id, c.error)
+            self._child(self.metrics.episode_errors, stage).inc()
+            await self._emit_error(c)
+
+    async def _emit_error(self, c: ClosedEpisode) -> None:
+        """The `error` record of an episode that could not be evaluated or reported. Raises
+        only when the sink does (the transport, not this episode)."""
+        result = c.error_result()
+        await self.sink.publish(
+            EPISODES, result.episode_id, episode_record(result, c.episode.first_signal_id)
+        )
+        self.metrics.episodes.inc((result.close_reason, result.status))
+        if self.on_result is not None:
+            self.on_result(result)
+
+    async def _emit_episode(self, c: ClosedEpisode) -> None:
+        lead_time, verdicts = self.metrics.lead_time, self.metrics.verdicts
+        result = c.result()
+        instance = c.episode.first_signal_id
+        ended = result.ended_ts
+        for outcome in result.assertions:
+            early = outcome.decided_at is not None
+            if not early:
+                record = verdict_record(
+                    result.episode_id, outcome, result.attrs, early=False, instance=instance
                 )
-            record = episode_record(result, instance)
-            if self.scoring is not None:
-                scored = self.scoring.score(result, c.evaluation.facts.tool_names())
-                record.update(scored.record_fields())
-                await self._emit_scored(result, scored, instance)
-            await self.sink.publish(EPISODES, result.episode_id, record)
-            self.metrics.episodes.inc((result.close_reason, result.status))
-            if self.on_result is not None:
-                self.on_result(result)
+                await self.sink.publish(VERDICTS, result.episode_id, record)
+            elif ended is not None and outcome.decided_ts is not None:
+                lead_time.observe((outcome.type,), max(0.0, (ended - outcome.decided_ts) / 1000.0))
+            verdicts.inc(
+                (
+                    outcome.suite,
+                    outcome.type,
+                    outcome.verdict.value,
+                    "true" if early else "false",
+                )
+            )
+        record = episode_record(result, instance)
+        if self.scoring is not None:
+            scored = self.scoring.score(result, c.evaluation.facts.tool_names())
+            record.update(scored.record_fields())
+            await self._emit_scored(result, scored, instance)
+        await self.sink.publish(EPISODES, result.episode_id, record)
+        self.metrics.episodes.inc((result.close_reason, result.status))
+        if self.on_result is not None:
+            self.on_result(result)
 
     async def _emit_scored(
         self, result: EpisodeResult, scored: ScoredEpisode, instance: str

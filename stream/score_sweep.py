@@ -409,7 +409,7 @@ def _use_baseline_run(
     for item in base:
         closed = scorer.evaluate(item.signals)
         inputs.append(
-            ScoringInput.from_result(closed.result(), closed.evaluation.facts.tool_names())
+            ScoringInput.from_result(closed.report(), closed.evaluation.facts.tool_names())
         )
     scorer.baselines = FileBaselines.from_results(inputs, source=f"run:{run_id}")
     scorer.require_agent_baseline = True

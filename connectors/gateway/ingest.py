@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from assertions.errors import SignalDecodeError
-from assertions.signals import Signal, signal_from_obj
+from assertions.signals import Signal, check_signal, signal_from_obj
 from connectors.gateway.errors import Rejected
 from connectors.gateway.publisher import LLM_CALLS, SIGNALS, OutRecord
 from connectors.gateway.redaction import Redactor
@@ -87,12 +87,12 @@ def signal_records(
     for index, obj in enumerate(items):
         try:
             sig = signal_from_obj(obj, episode_id=episode_id)
+            record = dict(obj)
+            record["id"] = sig.id  # a content-derived id is fixed here, before stamping
+            keys.append(caller.stamp(record, sig.episode_id))
         except SignalDecodeError as exc:
             problems.add(index, exc)
             continue
-        record = dict(obj)
-        record["id"] = sig.id  # a content-derived id is fixed here, before stamping
-        keys.append(caller.stamp(record, sig.episode_id))
         records.append(record)
     problems.raise_if_any(len(items))
     values = encoder.encode_all(records)
@@ -116,10 +116,10 @@ def llm_call_records(
             if not record.get("episode_id") and episode_id:
                 record["episode_id"] = episode_id
             signals = llm_call_signals(record)  # validates; the worker decodes it again
+            key = caller.stamp(record, signals[0].episode_id)
         except SignalDecodeError as exc:
             problems.add(index, exc)
             continue
-        key = caller.stamp(record, signals[0].episode_id)
         out.append(OutRecord(LLM_CALLS, key, encoder.encode(record)))
     problems.raise_if_any(total)
     return out
@@ -137,7 +137,7 @@ def converted_records(
     signals: list[Signal] = []
     for index, obj in enumerate(items):
         try:
-            signals.extend(convert(obj))
+            signals.extend(check_signal(sig) for sig in convert(obj))
         except SignalDecodeError as exc:
             problems.add(index, exc)
     problems.raise_if_any(len(items))
@@ -149,7 +149,10 @@ def wire_records(signals: Iterable[Signal], caller: Caller, encoder: Encoder) ->
     records: list[dict[str, JSON]] = []
     for sig in signals:
         record = sig.to_wire()
-        keys.append(caller.stamp(record, sig.episode_id))
+        try:
+            keys.append(caller.stamp(record, sig.episode_id))
+        except SignalDecodeError as exc:
+            raise Rejected(422, "invalid_signal", exc.message) from exc
         records.append(record)
     values = encoder.encode_all(records)
     return [OutRecord(SIGNALS, key, value) for key, value in zip(keys, values, strict=True)]

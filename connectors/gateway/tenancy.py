@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from assertions.signal_limits import check_text
+
 JSON = Any
 
 
@@ -24,8 +26,12 @@ class Caller:
         return f"{self.tenant}/{episode_id}" if self.tenant is not None else episode_id
 
     def stamp(self, record: dict[str, JSON], episode_id: str) -> str:
-        """Scope `episode_id`, write it and the tenant into `record`; returns the key."""
+        """Scope `episode_id`, write it and the tenant into `record`; returns the key.
+        Raises SignalDecodeError when the scoped id is over the id limit (a consumer would
+        reject it: the gateway refuses it first)."""
         scoped = self.episode(episode_id)
+        if scoped is not episode_id:
+            check_text(scoped, f"`episode_id` with its tenant prefix {self.tenant!r}")
         record["episode_id"] = scoped
         attrs = record.get("attrs")
         if self.tenant is not None:
