@@ -74,6 +74,8 @@ class ConsoleSink:
         self.console = console
         self.run = run
         self.quiet_passes = quiet_passes
+        # (episode, assertion index) of the verdicts printed early: not repeated at close
+        self._printed_early: set[tuple[str, int]] = set()
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
         if stream == DLQ:
@@ -83,6 +85,7 @@ class ConsoleSink:
             self.run.verdicts += 1
             verdict = record["verdict"]
             if record["early"] and not (self.quiet_passes and verdict == "pass"):
+                self._printed_early.add((record["episode_id"], record["index"]))
                 style = {"pass": "green", "fail": "red"}.get(verdict, "yellow")
                 self._print(
                     f"{record['episode_id']} [{record['index']}] {record['type']} {verdict} "
@@ -106,6 +109,22 @@ class ConsoleSink:
                 f"{ok}/{len(record['assertions'])} assertions, {record['close_reason']}",
                 style,
             )
+            self._print_failures_at_close(record)
+
+    def _print_failures_at_close(self, episode: dict[str, JSON]) -> None:
+        """Each assertion that did not pass, named like an early verdict (those printed
+        early are not repeated)."""
+        episode_id = episode["episode_id"]
+        for a in episode["assertions"]:
+            if (episode_id, a["index"]) in self._printed_early:
+                self._printed_early.discard((episode_id, a["index"]))
+            elif a["verdict"] != "pass":
+                when = f"at {a['decided_at']}" if a["decided_at"] else "at close"
+                self._print(
+                    f"{episode_id} [{a['index']}] {a['type']} {a['verdict']} {when}: "
+                    f"{a['message']}",
+                    "red" if a["verdict"] == "fail" else "yellow",
+                )
 
     def _print(self, text: str, style: str) -> None:
         if self.console is not None:
