@@ -39,6 +39,7 @@ from stream.pipeline import (
     Pipeline,
     Sink,
 )
+from stream.rejections import RejectionLog
 
 if TYPE_CHECKING:  # the gateway's modules load only when `up` serves it
     import uvicorn
@@ -74,13 +75,18 @@ class ConsoleSink:
         self.console = console
         self.run = run
         self.quiet_passes = quiet_passes
+        self.rejections = RejectionLog()
         # (episode, assertion index) of the verdicts printed early: not repeated at close
         self._printed_early: set[tuple[str, int]] = set()
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
         if stream == DLQ:
             self.run.dead_letters.append(record)
-            self._print(f"dead letter ({record['reason']}): {record['message']}", "yellow")
+            line = self.rejections.add(
+                record["reason"], f"dead letter ({record['reason']}): {record['message']}"
+            )
+            if line is not None:
+                self._print(line, "yellow")
         elif stream == VERDICTS:
             self.run.verdicts += 1
             verdict = record["verdict"]
@@ -110,6 +116,11 @@ class ConsoleSink:
                 style,
             )
             self._print_failures_at_close(record)
+
+    def finish(self) -> None:
+        """The dead letters not printed one by one, counted by reason."""
+        for line in self.rejections.totals():
+            self._print(line, "yellow")
 
     def _print_failures_at_close(self, episode: dict[str, JSON]) -> None:
         """Each assertion that did not pass, named like an early verdict (those printed
@@ -186,7 +197,8 @@ async def run_embedded(
     live = follow or "-" in sources or gateway is not None
     metrics = metrics or PipelineMetrics(process=False)
     alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
-    sink: Sink = ConsoleSink(console, run)
+    console_sink = ConsoleSink(console, run)
+    sink: Sink = console_sink
     if alert_sinks is not None:
         sink = AlertFanout(sink, alert_sinks)
         await alert_sinks.start()
@@ -240,6 +252,7 @@ async def run_embedded(
                 await serving
         await _cancel(tick, producer)
         await pipeline.drain()
+        console_sink.finish()
         if alert_sinks is not None:
             await alert_sinks.close()  # delivers what is queued, within its drain timeout
     return run

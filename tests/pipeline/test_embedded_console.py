@@ -11,6 +11,9 @@ from rich.console import Console
 
 from assertions.suites import load_suite
 from stream.embedded import run_embedded
+from stream.offline import check_files
+from stream.rejections import RejectionLog
+from stream.table import print_table
 
 SUITE = """\
 name: close failures
@@ -73,3 +76,51 @@ def test_a_passing_episode_prints_no_assertion_lines(tmp_path: Path) -> None:
     assert "e1 (no case) passed: 2/2 assertions, ended" in text
     assert "[0]" not in text
     assert "[1]" not in text
+
+
+def many_bad_lines(n: int) -> list[bytes]:
+    bad: list[bytes] = []
+    for i in range(n):
+        bad.append(b"not json %d" % i)  # invalid_json
+        bad.append(orjson.dumps({"id": f"x{i}", "episode_id": "e9", "timestamp": 1}))
+    return [signal("a", "harness:start", 1000), *bad, signal("c", "harness:end", 1002)]
+
+
+def test_up_prints_rejected_lines_bounded_and_counted_by_reason(tmp_path: Path) -> None:
+    text = run_up(tmp_path, many_bad_lines(10_000))
+    lines = text.splitlines()
+    assert len(lines) < 40  # 20 rejections one by one, then counts, not 20,000 lines
+    assert sum(1 for line in lines if line.startswith("dead letter (")) == 20
+    assert "20,000 rejected in all: invalid_json 10,000, missing_name 10,000" in lines
+
+
+def test_check_prints_rejected_lines_the_same_way(tmp_path: Path) -> None:
+    source = tmp_path / "signals.jsonl"
+    source.write_bytes(b"\n".join(many_bad_lines(500)) + b"\n")
+    (tmp_path / "suite.yaml").write_text(SUITE, encoding="utf-8")
+    report = check_files([str(source)], [load_suite(tmp_path / "suite.yaml")])
+    out = io.StringIO()
+    print_table(report, Console(file=out, width=300, no_color=True))
+    lines = out.getvalue().splitlines()
+    assert sum(1 for line in lines if line.startswith("rejected ")) == 20
+    assert "1,000 rejected in all: invalid_json 500, missing_name 500" in lines
+    assert len(lines) < 45
+
+
+def test_a_live_run_prints_the_counts_at_most_once_per_interval() -> None:
+    now = [0.0]
+    log = RejectionLog(limit=2, interval_s=10.0, clock=lambda: now[0])
+    printed = [log.add("invalid_json", f"line {i}") for i in range(2)]
+    assert printed == ["line 0", "line 1"]
+    assert (
+        log.add("invalid_json", "line 2")
+        == "more than 2 rejected: counting them by reason from here"
+    )
+    assert [log.add("missing_name", "x") for _ in range(100)] == [None] * 100
+    now[0] = 10.0
+    assert log.add("invalid_json", "y") == "… 102 more rejected: missing_name 100, invalid_json 2"
+    assert log.add("invalid_json", "z") is None
+    assert log.totals() == [
+        "… 1 more rejected: invalid_json 1",
+        "105 rejected in all: missing_name 100, invalid_json 5",
+    ]
