@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class EmbeddedRun:
     verdicts: int = 0
     alerts: list[dict[str, JSON]] = field(default_factory=list)
     failed_by_alerts: list[str] = field(default_factory=list)  # passed, but a CRITICAL alert
+    stopped_by: signal.Signals | None = None  # SIGINT or SIGTERM, when one ended the run
 
     def exit_code(self) -> int:
         if self.dead_letters:
@@ -187,9 +189,14 @@ async def run_embedded(
     run: EmbeddedRun | None = None,
     scoring: ScoringSettings | None = None,
     gateway: GatewaySettings | None = None,
+    stop_on_signals: bool = False,
 ) -> EmbeddedRun:
     """Runs until the sources end (never, when following or serving the gateway); `run`
     collects results live. `gateway`: also serve the HTTP gateway, feeding this pipeline.
+
+    `stop_on_signals`: SIGINT and SIGTERM stop reading, close the open episodes (printed
+    like any other) and return normally with `run.stopped_by` set; a second signal acts as
+    if none were handled (SIGINT raises KeyboardInterrupt, SIGTERM kills).
 
     With `scoring`, closed episodes are scored against their baselines, per-episode alert
     rules apply and windowed regressions are detected in-process."""
@@ -229,7 +236,7 @@ async def run_embedded(
         try:
             await asyncio.gather(*(produce(p) for p in sources))
         finally:
-            if gateway is None:
+            if gateway is None and run.stopped_by is None:  # stopped: nobody reads the queue
                 await queue.put(None)
 
     async def ticker() -> None:
@@ -241,21 +248,58 @@ async def run_embedded(
     serving = asyncio.create_task(server.serve()) if server is not None else None
     producer = asyncio.create_task(produce_all())
     tick = asyncio.create_task(ticker()) if live else None
-    try:
-        while (env := await queue.get()) is not None:
-            await pipeline.handle(env)
-        await producer  # re-raises a source error (e.g. an unreadable file)
-    finally:
-        if server is not None and serving is not None:
-            server.should_exit = True
-            with contextlib.suppress(asyncio.CancelledError):
-                await serving
-        await _cancel(tick, producer)
-        await pipeline.drain()
-        console_sink.finish()
-        if alert_sinks is not None:
-            await alert_sinks.close()  # delivers what is queued, within its drain timeout
+    with _stop_on_signals(run, queue, console, stop_on_signals):
+        try:
+            while (env := await queue.get()) is not None and run.stopped_by is None:
+                await pipeline.handle(env)
+            if run.stopped_by is None:
+                await producer  # re-raises a source error (e.g. an unreadable file)
+        finally:
+            if server is not None and serving is not None:
+                server.should_exit = True
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
+            await _cancel(tick, producer)
+            await pipeline.drain()
+            console_sink.finish()
+            if alert_sinks is not None:
+                await alert_sinks.close()  # delivers what is queued, within its drain timeout
     return run
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(
+    run: EmbeddedRun,
+    queue: asyncio.Queue[Envelope | None],
+    console: Console | None,
+    enabled: bool,
+) -> Iterator[None]:
+    """While inside: SIGINT and SIGTERM end the input (the open episodes are then closed
+    and reported); the handlers go after the first signal, so a second one acts unhandled."""
+    loop = asyncio.get_running_loop()
+    signals = _STOP_SIGNALS if enabled else ()
+
+    def remove() -> None:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+    def stop(signum: signal.Signals) -> None:
+        run.stopped_by = signum
+        remove()
+        if console is not None:
+            console.print(Text(f"{signum.name}: stopping, closing the open episodes", "yellow"))
+        with contextlib.suppress(asyncio.QueueFull):  # full: the loop checks stopped_by
+            queue.put_nowait(None)
+
+    for sig in signals:
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        yield
+    finally:
+        remove()
 
 
 async def _cancel(*tasks: asyncio.Task[None] | None) -> None:
