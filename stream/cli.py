@@ -303,11 +303,12 @@ def up(
                 judge=loaded.judge(metrics),
                 scoring=scoring_settings,
                 gateway=gateway,
+                stop_on_signals=True,
             )
         )
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C while closing the open episodes
         sys.exit(130)
     s = Summary.of(run.results)
     console.print(
@@ -319,7 +320,7 @@ def up(
             f"{len(run.alerts)} alerts; {len(run.failed_by_alerts)} episodes passed their "
             "assertions but fail on a CRITICAL alert"
         )
-    sys.exit(run.exit_code())
+    sys.exit(128 + run.stopped_by if run.stopped_by is not None else run.exit_code())
 
 
 def up_on_kafka(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from stream.pipeline import (
     Pipeline,
     Sink,
 )
+from stream.rejections import RejectionLog
 
 if TYPE_CHECKING:  # the gateway's modules load only when `up` serves it
     import uvicorn
@@ -58,6 +60,7 @@ class EmbeddedRun:
     verdicts: int = 0
     alerts: list[dict[str, JSON]] = field(default_factory=list)
     failed_by_alerts: list[str] = field(default_factory=list)  # passed, but a CRITICAL alert
+    stopped_by: signal.Signals | None = None  # SIGINT or SIGTERM, when one ended the run
 
     def exit_code(self) -> int:
         if self.dead_letters:
@@ -74,15 +77,23 @@ class ConsoleSink:
         self.console = console
         self.run = run
         self.quiet_passes = quiet_passes
+        self.rejections = RejectionLog()
+        # (episode, assertion index) of the verdicts printed early: not repeated at close
+        self._printed_early: set[tuple[str, int]] = set()
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
         if stream == DLQ:
             self.run.dead_letters.append(record)
-            self._print(f"dead letter ({record['reason']}): {record['message']}", "yellow")
+            line = self.rejections.add(
+                record["reason"], f"dead letter ({record['reason']}): {record['message']}"
+            )
+            if line is not None:
+                self._print(line, "yellow")
         elif stream == VERDICTS:
             self.run.verdicts += 1
             verdict = record["verdict"]
             if record["early"] and not (self.quiet_passes and verdict == "pass"):
+                self._printed_early.add((record["episode_id"], record["index"]))
                 style = {"pass": "green", "fail": "red"}.get(verdict, "yellow")
                 self._print(
                     f"{record['episode_id']} [{record['index']}] {record['type']} {verdict} "
@@ -106,6 +117,27 @@ class ConsoleSink:
                 f"{ok}/{len(record['assertions'])} assertions, {record['close_reason']}",
                 style,
             )
+            self._print_failures_at_close(record)
+
+    def finish(self) -> None:
+        """The dead letters not printed one by one, counted by reason."""
+        for line in self.rejections.totals():
+            self._print(line, "yellow")
+
+    def _print_failures_at_close(self, episode: dict[str, JSON]) -> None:
+        """Each assertion that did not pass, named like an early verdict (those printed
+        early are not repeated)."""
+        episode_id = episode["episode_id"]
+        for a in episode["assertions"]:
+            if (episode_id, a["index"]) in self._printed_early:
+                self._printed_early.discard((episode_id, a["index"]))
+            elif a["verdict"] != "pass":
+                when = f"at {a['decided_at']}" if a["decided_at"] else "at close"
+                self._print(
+                    f"{episode_id} [{a['index']}] {a['type']} {a['verdict']} {when}: "
+                    f"{a['message']}",
+                    "red" if a["verdict"] == "fail" else "yellow",
+                )
 
     def _print(self, text: str, style: str) -> None:
         if self.console is not None:
@@ -157,9 +189,14 @@ async def run_embedded(
     run: EmbeddedRun | None = None,
     scoring: ScoringSettings | None = None,
     gateway: GatewaySettings | None = None,
+    stop_on_signals: bool = False,
 ) -> EmbeddedRun:
     """Runs until the sources end (never, when following or serving the gateway); `run`
     collects results live. `gateway`: also serve the HTTP gateway, feeding this pipeline.
+
+    `stop_on_signals`: SIGINT and SIGTERM stop reading, close the open episodes (printed
+    like any other) and return normally with `run.stopped_by` set; a second signal acts as
+    if none were handled (SIGINT raises KeyboardInterrupt, SIGTERM kills).
 
     With `scoring`, closed episodes are scored against their baselines, per-episode alert
     rules apply and windowed regressions are detected in-process."""
@@ -167,7 +204,8 @@ async def run_embedded(
     live = follow or "-" in sources or gateway is not None
     metrics = metrics or PipelineMetrics(process=False)
     alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
-    sink: Sink = ConsoleSink(console, run)
+    console_sink = ConsoleSink(console, run)
+    sink: Sink = console_sink
     if alert_sinks is not None:
         sink = AlertFanout(sink, alert_sinks)
         await alert_sinks.start()
@@ -198,7 +236,7 @@ async def run_embedded(
         try:
             await asyncio.gather(*(produce(p) for p in sources))
         finally:
-            if gateway is None:
+            if gateway is None and run.stopped_by is None:  # stopped: nobody reads the queue
                 await queue.put(None)
 
     async def ticker() -> None:
@@ -210,20 +248,58 @@ async def run_embedded(
     serving = asyncio.create_task(server.serve()) if server is not None else None
     producer = asyncio.create_task(produce_all())
     tick = asyncio.create_task(ticker()) if live else None
-    try:
-        while (env := await queue.get()) is not None:
-            await pipeline.handle(env)
-        await producer  # re-raises a source error (e.g. an unreadable file)
-    finally:
-        if server is not None and serving is not None:
-            server.should_exit = True
-            with contextlib.suppress(asyncio.CancelledError):
-                await serving
-        await _cancel(tick, producer)
-        await pipeline.drain()
-        if alert_sinks is not None:
-            await alert_sinks.close()  # delivers what is queued, within its drain timeout
+    with _stop_on_signals(run, queue, console, stop_on_signals):
+        try:
+            while (env := await queue.get()) is not None and run.stopped_by is None:
+                await pipeline.handle(env)
+            if run.stopped_by is None:
+                await producer  # re-raises a source error (e.g. an unreadable file)
+        finally:
+            if server is not None and serving is not None:
+                server.should_exit = True
+                with contextlib.suppress(asyncio.CancelledError):
+                    await serving
+            await _cancel(tick, producer)
+            await pipeline.drain()
+            console_sink.finish()
+            if alert_sinks is not None:
+                await alert_sinks.close()  # delivers what is queued, within its drain timeout
     return run
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(
+    run: EmbeddedRun,
+    queue: asyncio.Queue[Envelope | None],
+    console: Console | None,
+    enabled: bool,
+) -> Iterator[None]:
+    """While inside: SIGINT and SIGTERM end the input (the open episodes are then closed
+    and reported); the handlers go after the first signal, so a second one acts unhandled."""
+    loop = asyncio.get_running_loop()
+    signals = _STOP_SIGNALS if enabled else ()
+
+    def remove() -> None:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+
+    def stop(signum: signal.Signals) -> None:
+        run.stopped_by = signum
+        remove()
+        if console is not None:
+            console.print(Text(f"{signum.name}: stopping, closing the open episodes", "yellow"))
+        with contextlib.suppress(asyncio.QueueFull):  # full: the loop checks stopped_by
+            queue.put_nowait(None)
+
+    for sig in signals:
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        yield
+    finally:
+        remove()
 
 
 async def _cancel(*tasks: asyncio.Task[None] | None) -> None:

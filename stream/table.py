@@ -8,6 +8,7 @@ from rich.text import Text
 
 from assertions.reports.check_report import CheckReport
 from assertions.verdicts import Verdict
+from stream.rejections import RejectionLog
 
 _STYLE = {"passed": "green", "failed": "red", "error": "yellow", "unevaluated": "dim"}
 
@@ -47,11 +48,14 @@ def print_table(report: CheckReport, console: Console) -> None:
                     a.message,
                 )
             )
-    for rej in report.rejected[:20]:
+    rejections = RejectionLog(interval_s=float("inf"))  # a finished run: totals at the end
+    for rej in report.rejected:
         where = f"{rej.source}:{rej.line}" if rej.line is not None else rej.source
-        console.print(Text(f"rejected {where}: {rej.reason}: {rej.message}", style="yellow"))
-    if len(report.rejected) > 20:
-        console.print(Text(f"… and {len(report.rejected) - 20} more rejected", style="yellow"))
+        line = rejections.add(rej.reason, f"rejected {where}: {rej.reason}: {rej.message}")
+        if line is not None:
+            console.print(Text(line, style="yellow"))
+    for line in rejections.totals():
+        console.print(Text(line, style="yellow"))
     s = report.summary
     style = "green" if s.ok and not report.rejected else "red"
     console.print(

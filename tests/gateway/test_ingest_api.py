@@ -356,7 +356,14 @@ def test_secrets_are_redacted_before_publishing(
         "env": [f"AWS={SECRETS['aws']}", f"GH={SECRETS['github']}"],
         "token": SECRETS["jwt"],
         "password": "hunter2",
-        "harmless": {"input_tokens": 5, "text": "nothing secret here"},
+        "env_vars": {"OPENAI_API_KEY": "k-1", "GITHUB_TOKEN": "t-2", "db_password": "p-3"},
+        "log": "x-api-key: lineKey42 dsn=postgres://admin:urlpw99@db:5432/app",
+        "harmless": {
+            "input_tokens": 5,
+            "token_count": 7,
+            "keyboard": "us",
+            "text": "nothing secret here",
+        },
     }
     items = [signal(0, payload=payload)]
     llm_call = {
@@ -375,18 +382,25 @@ def test_secrets_are_redacted_before_publishing(
         "plain-secret-value",
         "hunter2",
         "abc123",
+        "lineKey42",
+        "urlpw99",
     ]:
         assert secret not in raw
     record = orjson.loads(publisher.records[0].value)["payload"]
     assert record["headers"] == {"Authorization": "[REDACTED]", "X-Api-Key": "[REDACTED]"}
     assert record["password"] == "[REDACTED]"
-    assert "[REDACTED:anthropic_key]" in record["note"]
-    assert "[REDACTED:openai_key]" in record["note"]
-    assert record["env"] == ["AWS=[REDACTED:aws_access_key]", "GH=[REDACTED:github_token]"]
-    assert record["token"] == "[REDACTED:jwt]"
+    assert "[REDACTED:anthropic_api_key]" in record["note"]
+    assert "[REDACTED:openai_api_key]" in record["note"]
+    assert record["env"] == ["AWS=[REDACTED:aws_access_key_id]", "GH=[REDACTED:github_token]"]
+    assert set(record["env_vars"].values()) == {"[REDACTED]"}
+    assert record["log"] == (
+        "x-api-key: [REDACTED:secret_assignment] "
+        "dsn=postgres://admin:[REDACTED:url_password]@db:5432/app"
+    )
+    assert record["token"] == "[REDACTED]"  # a key named token: replaced whole
     assert record["harmless"] == payload["harmless"]
     metrics = http.get("/metrics").text
-    assert 'evalstream_gateway_redactions_total{kind="anthropic_key"} 2.0' in metrics
+    assert 'evalstream_gateway_redactions_total{kind="anthropic_api_key"} 2.0' in metrics
 
 
 # --- LiteLLM and episodes -----------------------------------------------------------------

@@ -66,18 +66,26 @@ def test_a_synthetic_prefix_probe_never_hides_a_member() -> None:
             assert plan.candidates(haystacks) == each_on_its_own(gates, haystacks)
 
 
-def test_the_default_detectors_cost_six_scans_on_a_clean_output() -> None:
+def test_the_default_detectors_share_their_top_level_scans() -> None:
     plan = SafetyConfig()._gates
     tops = sorted((haystack, literal) for haystack, literal, _, _ in plan.probes)
     assert tops == [
+        (OUTPUT, "://"),
         (OUTPUT, "@"),
+        (OUTPUT, "evs_"),
+        (OUTPUT, "eyJ"),
         (OUTPUT, "sk-"),
         (OUTPUT, "xox"),
+        (LOWERED, "authorization"),
+        (LOWERED, "bearer"),
         (SHAPE, "000000000"),
         (SHAPE, "AA"),  # a synthetic probe: the prefix of AA00, AAAA and AAaa
         (SHAPE, "_"),
     ]
-    assert plan.ungated == ()
+    # Gated by any of several literals: the AWS secret key's context words, and the stems of
+    # secret names before an assignment.
+    names = [SafetyConfig().detectors[i].name for i in plan.ungated]
+    assert names == ["aws_secret_access_key", "secret_assignment"]
 
 
 FRAGMENTS = [
