@@ -7,6 +7,13 @@ Close reasons: `ended` (an end signal, after the grace period), `timed_out` (ina
 `truncated` (max duration or max signals), `end_of_input` (offline input ran out first),
 `error` (feeding or closing it raised: the episode is reported with status `error`, and every
 other episode goes on).
+
+Suite selection waits for the attributes that decide it: attributes merge across an
+episode's signals, and the one carrying `agent_id` (an OTel trace's agent span, say) need not
+come first. While a `SelectionRule` still awaits attributes, the episode's signals are kept
+(at most `selection_buffer` of them); the plan is chosen when nothing is awaited any more,
+when the buffer is full, or when the episode closes, and the kept signals are then evaluated
+in order (early verdicts keep the signal that decided them).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from assertions.engine import EpisodeEvaluation, PendingJudgement, Plan
 from assertions.facts import EpisodeFacts, EpisodeMetrics
@@ -55,9 +62,12 @@ class CloseRules:
     # (keyed by episode id and signal id): one fixed-size window for all episodes, so the
     # memory of an open episode does not depend on deduplication at all.
     dedupe_window: int = 65_536
+    # Signals an episode keeps while its suite selection awaits attributes (see the module
+    # docstring); at the bound the selection is made with the attributes seen so far.
+    selection_buffer: int = 1_024
 
     def __post_init__(self) -> None:
-        for name in ("grace_ms", "inactivity_ms", "reorder_ms"):
+        for name in ("grace_ms", "inactivity_ms", "reorder_ms", "selection_buffer"):
             if getattr(self, name) < 0:
                 raise ValueError(f"close rule `{name}` must be >= 0")
         if self.inactivity_ms == 0:
@@ -69,12 +79,14 @@ class CloseRules:
 class OpenEpisode:
     __slots__ = (
         "attrs",
+        "awaiting",
         "duplicates",
         "end_deadline",
         "episode_id",
         "evaluation",
         "first_signal_id",
         "last_seen",
+        "notes",
         "opened_at",
         "reorder",
         "seq",
@@ -105,6 +117,9 @@ class OpenEpisode:
         self.end_deadline: float | None = None
         self.reorder: list[tuple[float, int, int, Signal]] | None = None
         self.truncate = False
+        # Signals kept while the suite selection awaits attributes; None once selected.
+        self.awaiting: list[Signal] | None = None
+        self.notes: list[str] = []
 
 
 @dataclass
@@ -136,6 +151,7 @@ class ClosedEpisode:
             started_ts=facts.started_ts,
             ended_ts=facts.ended_ts,
             output=facts.output(),
+            notes=list(ep.notes),
         )
 
     def report(self) -> EpisodeResult:
@@ -179,6 +195,18 @@ class EarlyVerdict:
 PlanSelector = Callable[[str, dict[str, JSON]], Plan]
 
 
+class SelectionRule(Protocol):
+    """When a plan can be selected, and why an episode got none (`SuiteSet` is one)."""
+
+    def awaited(self, episode_id: str, attrs: dict[str, JSON]) -> tuple[str, ...]:
+        """Attributes absent from `attrs` that could still change the selection."""
+        ...
+
+    def unselected_reason(self, episode_id: str, attrs: dict[str, JSON]) -> str | None:
+        """Why no assertion applies to an episode with `attrs` (None: nothing to say)."""
+        ...
+
+
 def _open_order(ep: OpenEpisode) -> int:
     return ep.seq
 
@@ -190,8 +218,13 @@ class EpisodeAssembler:
         rules: CloseRules | None = None,
         pricing: PricingTable | None = None,
         closed_memory: int = 100_000,
+        *,
+        selection: SelectionRule | None = None,
     ) -> None:
+        """`selection`: defer the plan until the attributes that decide it are seen (without
+        it, the plan is selected on the first signal's attributes)."""
         self.select_plan = select_plan
+        self.selection = selection
         self.rules = rules or CloseRules()
         self.pricing = pricing or default_pricing()
         self.open: dict[str, OpenEpisode] = {}
@@ -216,6 +249,8 @@ class EpisodeAssembler:
         self.ending: dict[str, OpenEpisode] = {}
         self._scan_at = float("-inf")
         self._opened = itertools.count()
+        self._buffer = self.rules.selection_buffer
+        self._undecided = Plan([])
 
     def is_end(self, name: str) -> bool:
         found = self._end_cache.get(name)
@@ -258,6 +293,9 @@ class EpisodeAssembler:
             else:
                 heapq.heappush(ep.reorder, (sig.ts, sig.seq or 0, next(self._tiebreak), sig))
                 self._release(ep, now, final=False)
+            kept = ep.awaiting
+            if kept is not None and (sig.attrs or len(kept) >= self._buffer):
+                self._select_when_decided(ep)
         except Exception as exc:  # this episode's alone: it closes as `error`, others go on
             self._close(ep, CloseReason.ERROR, describe_error(exc))
             return Accept.ACCEPTED
@@ -270,9 +308,14 @@ class EpisodeAssembler:
 
     def _open(self, sig: Signal, now: float) -> OpenEpisode:
         attrs = dict(sig.attrs) if sig.attrs else {}
-        plan = self.select_plan(sig.episode_id, attrs)
-        model = attrs.get("model")
-        facts = EpisodeFacts(self.pricing, model if isinstance(model, str) else None)
+        selection = self.selection
+        if selection is not None and self._buffer and selection.awaited(sig.episode_id, attrs):
+            plan = self._undecided  # evaluates nothing until `_select` replaces it
+            kept: list[Signal] | None = []
+        else:
+            plan = self.select_plan(sig.episode_id, attrs)
+            kept = None
+        facts = self._facts(attrs)
         ep = OpenEpisode(
             sig.episode_id,
             plan.start(facts),
@@ -281,17 +324,64 @@ class EpisodeAssembler:
             next(self._opened),
             first_signal_id=sig.id,
         )
+        ep.awaiting = kept
+        if kept is None:
+            self._note_unselected(ep, plan, "")
         self._scan_at = min(self._scan_at, self._scan_deadline(ep))
         if self.rules.reorder_ms > 0:
             ep.reorder = []
         self.open[sig.episode_id] = ep
         return ep
 
+    def _facts(self, attrs: dict[str, JSON]) -> EpisodeFacts:
+        model = attrs.get("model")
+        return EpisodeFacts(self.pricing, model if isinstance(model, str) else None)
+
+    def _select_when_decided(self, ep: OpenEpisode) -> None:
+        """Selects the plan once no attribute is awaited, or the kept signals hit the bound."""
+        kept, selection = ep.awaiting, self.selection
+        assert kept is not None
+        assert selection is not None
+        awaited = selection.awaited(ep.episode_id, ep.attrs)
+        if not awaited:
+            self._select(ep, "")
+        elif len(kept) >= self._buffer:
+            self._select(
+                ep,
+                f"suite selection made after {len(kept)} signals (the selection buffer) "
+                f"without {', '.join(awaited)}",
+            )
+
+    def _select(self, ep: OpenEpisode, why: str) -> None:
+        """Chooses the plan on the attributes seen and evaluates the kept signals."""
+        kept = ep.awaiting or []
+        ep.awaiting = None
+        plan = self.select_plan(ep.episode_id, ep.attrs)
+        ep.evaluation = plan.start(self._facts(ep.attrs))
+        self._note_unselected(ep, plan, why)
+        for sig in kept:
+            decided = ep.evaluation.feed(sig)
+            if decided is not None:
+                for top in decided:
+                    self.early.append(EarlyVerdict(ep, top, sig))
+
+    def _note_unselected(self, ep: OpenEpisode, plan: Plan, why: str) -> None:
+        if why:
+            ep.notes.append(why)
+        if not plan.assertions and self.selection is not None:
+            reason = self.selection.unselected_reason(ep.episode_id, ep.attrs)
+            if reason:
+                ep.notes.append(reason)
+
     def _evaluate(self, ep: OpenEpisode, sig: Signal, now: float) -> None:
-        decided = ep.evaluation.feed(sig)
-        if decided is not None:
-            for top in decided:
-                self.early.append(EarlyVerdict(ep, top, sig))
+        kept = ep.awaiting
+        if kept is not None:
+            kept.append(sig)
+        else:
+            decided = ep.evaluation.feed(sig)
+            if decided is not None:
+                for top in decided:
+                    self.early.append(EarlyVerdict(ep, top, sig))
         if ep.end_deadline is None:
             end = self._end_cache.get(sig.name)
             if end is None:
@@ -381,6 +471,11 @@ class EpisodeAssembler:
         if ep.reorder and error is None:
             try:
                 self._release(ep, ep.last_seen, final=True)
+            except Exception as exc:  # this episode's alone
+                error = describe_error(exc)
+        if ep.awaiting is not None and error is None:
+            try:
+                self._select(ep, "")
             except Exception as exc:  # this episode's alone
                 error = describe_error(exc)
         del self.open[ep.episode_id]

@@ -271,7 +271,9 @@ class Scorer:
         resolves `closed.pending` judgements before `score`."""
         if not signals:
             raise ScoreRunError("an episode needs at least one signal")
-        assembler = EpisodeAssembler(self.suite_set.plan_for, self.close_rules, self.pricing)
+        assembler = EpisodeAssembler(
+            self.suite_set.plan_for, self.close_rules, self.pricing, selection=self.suite_set
+        )
         for sig in signals:
             assembler.feed(sig, sig.ts)
         assembler.flush()

@@ -3,6 +3,11 @@
 A suite applies to an episode when its `match:` selects the episode's attributes (and the
 episode falls in its `sample:`); its default assertions apply to every such episode, and a
 case's assertions to episodes whose `attrs.case_id` names the case.
+
+Attributes merge across an episode's signals, so selection waits (`SuiteSet.awaited`) while an
+attribute that could change it is absent: a `match:` key of a suite not already ruled out by
+another of its keys, and `case_id` when a selected suite has case assertions. An episode no
+suite selects says why (`SuiteSet.unselected_reason`).
 """
 
 from __future__ import annotations
@@ -79,14 +84,20 @@ class Suite(BaseModel):
 
     def matches(self, attrs: dict[str, JSON]) -> bool:
         for key, want in self.match.items():
-            if key not in attrs:
-                return False
-            actual = attrs[key]
-            values = [str(v) for v in actual] if isinstance(actual, list) else [str(actual)]
-            patterns = [want] if isinstance(want, str) else want
-            if not any(compile_pattern(p).matches(v) for p in patterns for v in values):
+            if key not in attrs or not _selects(want, attrs[key]):
                 return False
         return True
+
+    def mismatch(self, attrs: dict[str, JSON]) -> str | None:
+        """The first `match:` key present in `attrs` with a value it does not select."""
+        for key, want in self.match.items():
+            if key in attrs and not _selects(want, attrs[key]):
+                return f"{key} {attrs[key]!r} is not {_shown(want)}"
+        return None
+
+    @property
+    def has_case_assertions(self) -> bool:
+        return any(c.assertions and not c.skip for c in self.cases)
 
     def sampled(self, episode_id: str) -> bool:
         """Deterministic by episode id, so a replay samples the same episodes."""
@@ -94,6 +105,16 @@ class Suite(BaseModel):
             return True
         digest = hashlib.blake2b(f"{self.name}\0{episode_id}".encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") / 2**64 < self.sample
+
+
+def _selects(want: str | list[str], actual: JSON) -> bool:
+    values = [str(v) for v in actual] if isinstance(actual, list) else [str(actual)]
+    patterns = [want] if isinstance(want, str) else want
+    return any(compile_pattern(p).matches(v) for p in patterns for v in values)
+
+
+def _shown(want: str | list[str]) -> str:
+    return want if isinstance(want, str) else " or ".join(want)
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -177,6 +198,52 @@ class SuiteSet:
         self.suites = list(suites)
         self.ctx = ctx or CompileContext()
         self._plans: dict[tuple[tuple[int, str | None], ...], Plan] = {}
+        # Nothing to await when no suite matches on attributes or has case assertions.
+        self._may_await = any(s.match or s.has_case_assertions for s in self.suites)
+
+    def awaited(self, episode_id: str, attrs: dict[str, JSON]) -> tuple[str, ...]:
+        """Attributes absent from `attrs` that could still change the selection: the
+        `match:` keys of suites no present attribute rules out, and `case_id` when such a
+        suite has case assertions. Empty: the selection is final."""
+        if not self._may_await:
+            return ()
+        awaited: dict[str, None] = {}
+        for suite in self.suites:
+            if suite.mismatch(attrs) is not None or not suite.sampled(episode_id):
+                continue
+            for key in suite.match:
+                if key not in attrs:
+                    awaited[key] = None
+            if suite.has_case_assertions and "case_id" not in attrs:
+                awaited["case_id"] = None
+        return tuple(awaited)
+
+    def unselected_reason(self, episode_id: str, attrs: dict[str, JSON]) -> str | None:
+        """Why no suite gives an episode with `attrs` an assertion, suite by suite; attributes
+        absent from every signal are named first. None without suites."""
+        if not self.suites:
+            return None
+        missing: dict[str, list[str]] = {}
+        other: list[str] = []
+        case_id = attrs.get("case_id")
+        for suite in self.suites:
+            mismatch = suite.mismatch(attrs)
+            absent = [key for key in suite.match if key not in attrs]
+            if mismatch is not None:
+                other.append(f"suite {suite.name!r}: {mismatch}")
+            elif absent:
+                for key in absent:
+                    missing.setdefault(key, []).append(repr(suite.name))
+            elif not suite.sampled(episode_id):
+                other.append(f"suite {suite.name!r}: not sampled (sample: {suite.sample})")
+            else:
+                case = f"case {case_id!r}" if isinstance(case_id, str) else "case_id"
+                other.append(f"suite {suite.name!r}: no default assertions, and no {case}")
+        parts = [
+            f"{key} missing on every signal (suite {', '.join(names)} matches on it)"
+            for key, names in missing.items()
+        ]
+        return "no suite matched: " + "; ".join(parts + other)
 
     def selection(
         self, episode_id: str, attrs: dict[str, JSON]

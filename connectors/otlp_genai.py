@@ -19,6 +19,14 @@ a span's parent link becomes the start signal's `source.parent` (the parent span
 signal). The episode is, in order: the caller's explicit episode, the trace's
 `gen_ai.conversation.id` / `session.id` (span or resource attribute, any span of the trace in
 the request), else the trace id.
+
+Episode attrs (`evalstream.*` attributes, and `agent_id` from the trace's outermost agent
+span) go on the start signal of every span of the trace in the request, not only on the span
+that carries them: suites select on them whichever span comes first. When the episode is the
+trace, its root span (no parent) also ends it: a `harness:end` signal (id
+`otel:<trace id>:<span id>:trace-end`) at the root's end time, so the episode closes after the
+grace period instead of by inactivity. An episode named by a conversation, a session or the
+caller spans several traces: no single root ends it.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 EPISODE_KEYS = ("gen_ai.conversation.id", "session.id", "evalstream.episode_id")
 # Span or resource attributes `evalstream.<name>` become episode attrs.
 ATTR_NAMES = ("agent_id", "case_id", "variant", "run_id", "baseline_key", "model")
+TRACE_END = ":trace-end"  # the id suffix of the end signal derived from a root span
 
 
 def _str(value: JSON) -> str | None:
@@ -228,8 +237,11 @@ def _episode_of(spans: list[Span], episode_id: str | None) -> dict[str, str]:
     }
 
 
-def _episode_attrs(spans: list[Span]) -> dict[str, dict[str, JSON]]:
-    """trace id -> attrs from `evalstream.*` attributes and the trace's root agent name."""
+def _episode_attrs(
+    spans: list[Span], kinds: list[str], agents: dict[tuple[str, str], str]
+) -> dict[str, dict[str, JSON]]:
+    """trace id -> attrs from `evalstream.*` attributes, and `agent_id` from the trace's
+    outermost agent span in the request (an explicit `evalstream.agent_id` wins)."""
     out: dict[str, dict[str, JSON]] = {}
     for span in spans:
         attrs = out.setdefault(span.trace_id, {})
@@ -238,7 +250,33 @@ def _episode_attrs(spans: list[Span]) -> dict[str, dict[str, JSON]]:
                 value = source.get(f"evalstream.{name}")
                 if isinstance(value, str) and value:
                     attrs[name] = value
+    for trace_id, agent in _outermost_agents(spans, kinds, agents).items():
+        out[trace_id].setdefault("agent_id", agent)
     return out
+
+
+def _outermost_agents(
+    spans: list[Span], kinds: list[str], agents: dict[tuple[str, str], str]
+) -> dict[str, str]:
+    """trace id -> the agent of its earliest agent span with no agent span above it among
+    the spans of this request (an HTTP server span above it is not an agent)."""
+    by_id = {(s.trace_id, s.span_id): (s, kind) for s, kind in zip(spans, kinds, strict=True)}
+    best: dict[str, tuple[int, str]] = {}
+    for span, kind in zip(spans, kinds, strict=True):
+        agent = agents.get((span.trace_id, span.span_id))
+        if kind != "agent" or agent is None:
+            continue
+        parent, hops = span.parent_span_id, 0
+        while parent is not None and hops < 256:
+            found = by_id.get((span.trace_id, parent))
+            if found is None or found[1] == "agent":
+                break
+            parent, hops = found[0].parent_span_id, hops + 1
+        outermost = parent is None or (span.trace_id, parent) not in by_id
+        held = best.get(span.trace_id)
+        if outermost and (held is None or span.start_ns < held[0]):
+            best[span.trace_id] = (span.start_ns, agent)
+    return {trace_id: agent for trace_id, (_, agent) in best.items()}
 
 
 def _agents(spans: list[Span]) -> dict[tuple[str, str], str]:
@@ -271,16 +309,46 @@ def _agents(spans: list[Span]) -> dict[tuple[str, str], str]:
 def spans_to_signals(spans: list[Span], *, episode_id: str | None = None) -> list[Signal]:
     """Signals of the spans, in event-time order (a start before its end)."""
     episodes = _episode_of(spans, episode_id)
-    attrs_by_trace = _episode_attrs(spans)
+    kinds = [classify(span.attrs) for span in spans]
     agents = _agents(spans)
+    attrs_by_trace = _episode_attrs(spans, kinds, agents)
     out: list[tuple[float, int, Signal]] = []
-    for order, span in enumerate(spans):
+    for order, (span, kind) in enumerate(zip(spans, kinds, strict=True)):
         agent = agents.get((span.trace_id, span.span_id))
-        mapped = _map_span(span, episodes[span.trace_id], agent, attrs_by_trace[span.trace_id])
+        episode = episodes[span.trace_id]
+        mapped = _map_span(span, kind, episode, agent, attrs_by_trace[span.trace_id])
         out.append((mapped.start.ts, 2 * order, mapped.start))
         out.append((mapped.end.ts, 2 * order + 1, mapped.end))
+        if span.parent_span_id is None and episode == span.trace_id:
+            # After every signal of its time: the trace's last word.
+            out.append((mapped.end.ts, 2 * len(spans) + order, _trace_end(span, mapped)))
     out.sort(key=lambda item: (item[0], item[1]))
     return [sig for _, _, sig in out]
+
+
+def span_count(signals: list[Signal]) -> int:
+    """How many spans `spans_to_signals` mapped: two signals each, plus derived trace ends."""
+    return sum(1 for s in signals if not s.id.endswith(TRACE_END)) // 2
+
+
+def _trace_end(root: Span, mapped: _Mapped) -> Signal:
+    """The end signal of a trace-scoped episode, derived from its root span's end."""
+    end = mapped.end
+    status = {STATUS_OK: "ok", STATUS_ERROR: "error"}.get(root.status_code, "unset")
+    payload = {"durationMs": end.ts - mapped.start.ts, "span": root.name, "status": status}
+    return Signal(
+        _sid(root, TRACE_END[1:]),
+        end.episode_id,
+        "harness:end",
+        end.ts,
+        end.ts,
+        None,
+        None,
+        end.id,
+        None,
+        payload,
+        None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,9 +439,10 @@ def _other(f: _Facts) -> Payloads:
     return "span:start", start, "span:end", end
 
 
-def _map_span(span: Span, episode: str, agent: str | None, attrs: dict[str, JSON]) -> _Mapped:
+def _map_span(
+    span: Span, kind: str, episode: str, agent: str | None, attrs: dict[str, JSON]
+) -> _Mapped:
     a = span.attrs
-    kind = classify(a)
     start_ms = span.start_ns / 1e6
     end_ms = max(span.end_ns, span.start_ns) / 1e6
     error = span.status_message or span.exception or _str(a.get("error.type")) or "error"
@@ -391,8 +460,6 @@ def _map_span(span: Span, episode: str, agent: str | None, attrs: dict[str, JSON
     else:
         start_name, start_payload, end_name, end_payload = _other(facts)
     episode_attrs = dict(attrs)
-    if kind == "agent" and agent and span.parent_span_id is None:
-        episode_attrs.setdefault("agent_id", agent)  # the trace's root agent
     parent = f"otel:{span.trace_id}:{span.parent_span_id}:start" if span.parent_span_id else None
     start_id = _sid(span, "start")
     start = Signal(

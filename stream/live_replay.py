@@ -288,7 +288,9 @@ class LiveReplayer:
 
     async def evaluate(self, signals: Iterable[Signal]) -> tuple[EpisodeResult, list[str]]:
         """One episode through assembly and evaluation, in event time (as `check` does)."""
-        assembler = EpisodeAssembler(self.suite_set.plan_for, self.rules, self.pricing)
+        assembler = EpisodeAssembler(
+            self.suite_set.plan_for, self.rules, self.pricing, selection=self.suite_set
+        )
         watermark = float("-inf")
         for sig in signals:
             watermark = max(watermark, sig.ts)

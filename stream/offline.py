@@ -55,7 +55,7 @@ def evaluate_signals(
     """Run signals (in arrival order) through assembly and evaluation; results by start time."""
     pricing = pricing or default_pricing()
     suite_set = SuiteSet(suites, CompileContext(pricing))
-    assembler = EpisodeAssembler(suite_set.plan_for, rules, pricing)
+    assembler = EpisodeAssembler(suite_set.plan_for, rules, pricing, selection=suite_set)
     closed: list[ClosedEpisode] = []
     rejected: list[RejectedInput] = []
     watermark = float("-inf")

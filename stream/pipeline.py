@@ -143,7 +143,9 @@ class Pipeline:
         self.pricing = pricing or default_pricing()
         # Pipelines of one process may share a suite set: plans compile once.
         self.suite_set = suite_set or SuiteSet(suites, CompileContext(self.pricing))
-        self.assembler = EpisodeAssembler(self.suite_set.plan_for, rules, self.pricing)
+        self.assembler = EpisodeAssembler(
+            self.suite_set.plan_for, rules, self.pricing, selection=self.suite_set
+        )
         self.sink = sink
         self.metrics = metrics or PipelineMetrics(process=False)
         self.judge = judge

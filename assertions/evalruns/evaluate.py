@@ -38,7 +38,9 @@ class CaseEvaluator:
         `attrs.case_id` of the first signal, as for live traffic."""
         if not signals:
             raise ValueError("a sample needs at least one signal")
-        assembler = EpisodeAssembler(self.suite_set.plan_for, _RULES, self.pricing)
+        assembler = EpisodeAssembler(
+            self.suite_set.plan_for, _RULES, self.pricing, selection=self.suite_set
+        )
         for sig in signals:
             assembler.feed(sig, sig.ts)
         assembler.flush()

@@ -55,7 +55,7 @@ from connectors.gateway.redaction import Redactor
 from connectors.gateway.settings import GatewaySettings
 from connectors.gateway.tenancy import Caller
 from connectors.otlp_decode import ValueLimits
-from connectors.otlp_genai import otlp_signals
+from connectors.otlp_genai import otlp_signals, span_count
 from connectors.store_episode_codec import episode_to_signals
 
 JSON = Any
@@ -445,11 +445,12 @@ def _add_otlp_route(app: GatewayApp, gw: Gateway) -> None:
                     422, "string_too_long", exc.message, limit=gw.settings.max_string_length
                 ) from exc
             raise Rejected(400, "invalid_otlp", exc.message) from exc
-        if len(signals) > 2 * gw.settings.max_signals:
+        spans = span_count(signals)
+        if spans > gw.settings.max_signals:
             raise Rejected(
                 413,
                 "too_many_signals",
-                f"{len(signals) // 2} spans in one request exceed {gw.settings.max_signals}",
+                f"{spans} spans in one request exceed {gw.settings.max_signals}",
                 limit=gw.settings.max_signals,
             )
         await gw.publish(wire_records(signals, caller, gw.encoder))

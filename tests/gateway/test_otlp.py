@@ -435,4 +435,5 @@ def test_gzip_json_traces_answer_an_empty_export_response(
     assert [orjson.loads(r.value)["name"] for r in publisher.records] == [
         "provider:start",
         "provider:end",
+        "harness:end",  # the span is the trace's root, and the trace the episode
     ]
