@@ -28,7 +28,9 @@ import orjson
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
+from assertions.errors import SignalDecodeError
 from assertions.pricing import PricingTable, Usage
+from assertions.signal_limits import check_text
 from assertions.signals import Signal
 from connectors.gateway.ingest import Encoder, wire_records
 from connectors.gateway.messages import MessageAccumulator, MessageSummary, summarize_message
@@ -103,6 +105,23 @@ def episode_from_headers(headers: Any) -> str:
     return f"px-{uuid.uuid4().hex}"
 
 
+def invalid_call(ctx: CallContext) -> SignalDecodeError | None:
+    """Why the call's episode or agent header cannot name a signal (None: they can). Checked
+    before the call is forwarded: a consumer would dead-letter its records, losing the call."""
+    scoped = ctx.caller.episode(ctx.episode_id)
+    named = (
+        (scoped, f"`{EPISODE_HEADER}` (the episode id, with any tenant prefix)"),
+        (ctx.agent, f"`{AGENT_HEADER}`"),
+    )
+    for value, what in named:
+        if value is not None:
+            try:
+                check_text(value, what)
+            except SignalDecodeError as exc:
+                return exc
+    return None
+
+
 def _anthropic_error(status: int, kind: str, message: str) -> Response:
     body = {"type": "error", "error": {"type": kind, "message": message}}
     return Response(orjson.dumps(body), status, media_type="application/json")
@@ -166,6 +185,10 @@ class AnthropicProxy:
         headers: Sequence[tuple[bytes, bytes]],
         body: bytes,
     ) -> Response:
+        invalid = invalid_call(ctx)
+        if invalid is not None:  # Anthropic's error shape, so the SDK raises BadRequestError
+            self.metrics.rejections.labels(path, invalid.reason).inc()
+            return _anthropic_error(400, "invalid_request_error", invalid.message)
         try:
             upstream = await self._send(path, query, headers, body)
         except UpstreamError as exc:

@@ -322,3 +322,32 @@ def test_the_api_key_is_never_recorded_or_logged(
     )
     assert API_KEY not in gateway_logs
     assert API_KEY not in httpx.get(f"{server.url}/metrics").text
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"X-Evalstream-Episode": "e" * 300}, "x-evalstream-episode"),
+        ({"X-Evalstream-Agent": "a" * 300}, "x-evalstream-agent"),
+    ],
+)
+def test_a_call_whose_headers_cannot_name_a_signal_is_refused_before_forwarding(
+    proxy: Proxy, headers: dict[str, str], reason: str
+) -> None:
+    """Its records would be dead-lettered downstream and the call lost: the SDK gets a 400
+    that names the header and the limit, and nothing reaches the upstream."""
+    server, publisher, upstream = proxy
+    client = sync_client(
+        base_url=server.url,
+        api_key=API_KEY,
+        max_retries=0,
+        default_headers=gateway_headers(**headers),
+    )
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(model=MODEL, max_tokens=5, messages=HELLO)
+    message = str(raised.value)
+    assert reason in message
+    assert "characters" in message
+    assert "the limit is 256" in message
+    assert upstream.requests == []
+    assert publisher.records == []
