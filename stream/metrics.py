@@ -121,14 +121,15 @@ class PipelineMetrics:
         )
         self.episode_alerts = LabelledCounter(
             "evalstream_episode_alerts",
-            "Per-episode alert rules that fired, by severity and dimension.",
-            ["severity", "dimension"],
+            "Per-episode alert rules that fired, by severity, dimension, agent and variant.",
+            ["severity", "dimension", "agent", "variant"],
             r,
         )
         self.alerts_firing = Gauge(
             "evalstream_regression_alerts_firing",
-            "Windowed regression alerts currently firing, by severity and dimension.",
-            ["severity", "dimension"],
+            "Windowed regression alerts currently firing, by severity, dimension, agent and "
+            "variant.",
+            ["severity", "dimension", "agent", "variant"],
             registry=r,
         )
         self.alert_sink_failures = Counter(

@@ -157,10 +157,9 @@ class Pipeline:
         self.on_result = on_result
         self.event_time = event_time
         self.scoring = scoring
-        if scoring is not None:
-            for severity in Severity:
-                for dimension in ALERT_DIMENSIONS:
-                    self.metrics.episode_alerts.touch((severity.value, dimension))
+        # (agent, variant) label pairs whose alert counters exist (at 0 until one fires), so
+        # a rate over them reads 0 rather than no data for an agent that never alerted.
+        self._alert_labels: set[tuple[str, str]] = set()
         self.regression = regression
         self.on_scored = on_scored
         self.time_each_message = time_each_message
@@ -523,8 +522,13 @@ class Pipeline:
         ):
             if delta is not None:
                 self.metrics.baseline_delta.observe((name, agent, variant), delta)
+        if (agent, variant) not in self._alert_labels:
+            self._alert_labels.add((agent, variant))
+            for severity in Severity:
+                for dimension in ALERT_DIMENSIONS:
+                    self.metrics.episode_alerts.touch((severity.value, dimension, agent, variant))
         for alert in scored.alerts:
-            self.metrics.episode_alerts.inc((alert.severity.value, alert.dimension))
+            self.metrics.episode_alerts.inc((alert.severity.value, alert.dimension, agent, variant))
             record = episode_alert_record(alert, obs)
             record["dedupe_key"] = f"{episode_key(alert.episode_id, instance)}/{alert.dimension}"
             await self.sink.publish(ALERTS, result.episode_id, record)
@@ -542,12 +546,18 @@ class InlineRegression:
         self.detector = detector
         self.sink = sink
         self.metrics = metrics
-        self.severity: dict[str, str] = {}  # alert key -> the severity it is counted under
-        for severity in Severity:  # a bounded label set, all present from the start
-            for metric in REGRESSION_METRICS:
-                metrics.alerts_firing.labels(severity.value, metric).set(0)
+        # alert key -> the (severity, agent, variant) labels it is counted under
+        self.counted: dict[str, tuple[str, str, str]] = {}
+        self.streams: set[tuple[str, str]] = set()  # label pairs whose gauges exist
 
     async def observe(self, obs: Observation, now: float) -> None:
+        labels = self.metrics.agent_labels
+        pair = (labels(obs.agent_id), labels(obs.variant))
+        if pair not in self.streams:  # every severity and metric at 0 from the first episode
+            self.streams.add(pair)
+            for severity in Severity:
+                for metric in REGRESSION_METRICS:
+                    self.metrics.alerts_firing.labels(severity.value, metric, *pair).set(0)
         for event in self.detector.observe(obs, now):
             await self.sink.publish(ALERTS, event.dedupe_key, regression_alert_record(event))
             self._count(event)
@@ -556,12 +566,16 @@ class InlineRegression:
         """Keeps the firing gauge right through severity changes of one alert."""
         firing = self.metrics.alerts_firing
         key = event.dedupe_key
-        counted = self.severity.pop(key, None)
+        counted = self.counted.pop(key, None)
         if counted is not None:
-            firing.labels(counted, event.metric).dec()
+            severity, agent, variant = counted
+            firing.labels(severity, event.metric, agent, variant).dec()
         if event.state is not AlertState.RESOLVED:
-            self.severity[key] = event.severity.value
-            firing.labels(event.severity.value, event.metric).inc()
+            labels = self.metrics.agent_labels
+            now_counted = (event.severity.value, labels(event.agent_id), labels(event.variant))
+            self.counted[key] = now_counted
+            severity, agent, variant = now_counted
+            firing.labels(severity, event.metric, agent, variant).inc()
 
 
 class PublishedRegression:

@@ -118,21 +118,21 @@ def build(datasource_uid: str) -> Board:
     b.row("Alerts")
     b.timeseries(
         "Regression alerts firing",
-        "Windowed regression alerts firing, by severity and dimension.",
+        "Windowed regression alerts firing, by agent, severity and dimension.",
         [
             Query(
-                "sum by (severity, dimension) (evalstream_regression_alerts_firing)",
-                "{{severity}} {{dimension}}",
+                "sum by (agent, severity, dimension) (evalstream_regression_alerts_firing)",
+                "{{agent}} {{severity}} {{dimension}}",
             )
         ],
     )
     b.timeseries(
         "Per-episode alerts",
-        "Per-episode alert rules that fired, per second, by severity and dimension.",
+        "Per-episode alert rules that fired, per second, by agent, severity and dimension.",
         [
             Query(
-                rate("evalstream_episode_alerts_total", group=["severity", "dimension"]),
-                "{{severity}} {{dimension}}",
+                rate("evalstream_episode_alerts_total", group=["agent", "severity", "dimension"]),
+                "{{agent}} {{severity}} {{dimension}}",
             )
         ],
         stacked=True,

@@ -76,12 +76,28 @@ def build(datasource_uid: str) -> Board:
         ],
     )
     b.timeseries(
-        "Per-episode alerts by dimension",
-        "Per-episode alert rules that fired, per second, by dimension and severity.",
+        "Regression alerts firing",
+        "Windowed regression alerts firing, by agent, variant, dimension and severity.",
         [
             Query(
-                rate("evalstream_episode_alerts_total", group=["dimension", "severity"]),
-                "{{dimension}} {{severity}}",
+                "sum by (agent, variant, dimension, severity) "
+                f"(evalstream_regression_alerts_firing{{{FILTER}}})",
+                "{{agent}} {{variant}} {{dimension}} {{severity}}",
+            )
+        ],
+    )
+    b.timeseries(
+        "Per-episode alerts by dimension",
+        "Per-episode alert rules that fired, per second, by agent, variant, dimension and "
+        "severity.",
+        [
+            Query(
+                rate(
+                    "evalstream_episode_alerts_total",
+                    FILTER,
+                    ["agent", "variant", "dimension", "severity"],
+                ),
+                "{{agent}} {{variant}} {{dimension}} {{severity}}",
             )
         ],
         stacked=True,
