@@ -42,8 +42,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy assertions connectors stream tests bench examples scripts
 
+# Layers one way (import-linter), and no import cycle inside a package.
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/check_import_cycles.py
 
 # Prometheus alert rules: syntax and their unit tests (promtool ships with Debian's prometheus).
 rules:

@@ -36,6 +36,11 @@ class ReferenceEpisode:
     pricing: PricingTable = field(default_factory=default_pricing)
     default_model: str | None = None
     judge: SyncJudge | None = None
+    # How a composite evaluates its children: set by `assertions.reference` (which dispatches
+    # through the registry, which imports the composites: handing it over avoids a cycle).
+    evaluate: Callable[[Any, ReferenceEpisode], Outcome] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def state_after(self, index: int) -> dict[str, JSON]:
         """The state dict right after signals[index] (inclusive)."""

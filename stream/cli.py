@@ -32,6 +32,7 @@ from assertions.suites import Suite, load_suite
 from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
+from stream.commands.user_error import UserError
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.judge import judge_from
@@ -52,15 +53,6 @@ JUDGE_HELP = (
     "ANTHROPIC_API_KEY is set; without either, llm.judge is `error`)."
 )
 ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a likely typo)."
-
-
-class UserError(click.ClickException):
-    """An input error shown without a traceback, exit code 2."""
-
-    exit_code = 2
-
-    def show(self, file: object = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, SerializeAsAny
 
+from assertions.errors import EvaluationError
 from assertions.kinds.base import AssertionType, CompileContext, Composite
 from assertions.reference_facts import ReferenceEpisode
 from assertions.spec_base import AssertionSpec
@@ -76,9 +77,11 @@ def _build(spec: AssertionSpec, ctx: CompileContext) -> Composite:
 
 
 def _reference(spec: AssertionSpec, ep: ReferenceEpisode) -> Outcome:
-    # Imported here: the reference evaluator dispatches through the registry, which imports us.
-    from assertions.reference import evaluate_reference  # noqa: PLC0415
-
+    evaluate_reference = ep.evaluate  # set by assertions.reference.evaluate_reference
+    if evaluate_reference is None:
+        raise EvaluationError(
+            "composite assertions are evaluated through assertions.reference.evaluate_reference"
+        )
     children = [spec.assertion] if isinstance(spec, NotOf) else list(spec.assertions)  # type: ignore[attr-defined]
     outcomes = [evaluate_reference(child, ep) for child in children]
     verdict = combine(spec.type, [o.verdict for o in outcomes])

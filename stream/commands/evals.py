@@ -50,6 +50,7 @@ from assertions.judging import Judge
 from assertions.pricing import PricingTable, default_pricing, load_pricing
 from assertions.suites import Suite, load_suite
 from connectors.targets.spec import parse_target
+from stream.commands.user_error import UserError
 from stream.evalruns.matrix import MatrixRunner
 from stream.evalruns.progress import RichProgress
 from stream.evalruns.runner import DatasetRunner, RunSettings
@@ -70,24 +71,18 @@ REPORT_EXTENSIONS = {
 }
 
 
-def _user_error(message: str) -> click.ClickException:
-    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
-
-    return UserError(message)
-
-
 def _load_suite(path: str) -> Suite:
     try:
         return load_suite(path)
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _pricing(path: str | None) -> PricingTable:
     try:
         return load_pricing(Path(path)) if path else default_pricing()
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _judge(spec: str | None, pricing: PricingTable) -> Judge | None:
@@ -95,7 +90,7 @@ def _judge(spec: str | None, pricing: PricingTable) -> Judge | None:
     try:
         return judge_from(spec, pricing=pricing)
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -103,7 +98,7 @@ def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise _user_error(f"--config {pair!r}: expected KEY=VALUE, e.g. --config model=haiku")
+            raise UserError(f"--config {pair!r}: expected KEY=VALUE, e.g. --config model=haiku")
         out[key] = yaml.safe_load(raw) if raw else ""
     return out
 
@@ -111,7 +106,7 @@ def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
 def _report_format(path: str) -> str:
     fmt = REPORT_EXTENSIONS.get(Path(path).suffix.lower())
     if fmt is None:
-        raise _user_error(
+        raise UserError(
             f"--report {path!r}: cannot tell the format from the extension; use one of "
             f"{', '.join(REPORT_EXTENSIONS)} (.json is the dashboard report, .xml JUnit)"
         )
@@ -179,7 +174,7 @@ def _settings(**kwargs: Any) -> RunSettings:
     try:
         return RunSettings(**kwargs)
     except ValueError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _summary_line(r: DatasetResult) -> str:
@@ -207,20 +202,20 @@ def _load_run(path: str) -> DatasetResult:
     try:
         doc = read_eval_document(Path(file).read_bytes(), file)
     except OSError as exc:
-        raise _user_error(f"cannot read {file}: {exc.strerror or exc}") from exc
+        raise UserError(f"cannot read {file}: {exc.strerror or exc}") from exc
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     if isinstance(doc, MatrixResult):
         ids = [v.variant_id for v in doc.variants]
         found = next((v.result for v in doc.variants if v.variant_id == variant), None)
         if found is None:
-            raise _user_error(
+            raise UserError(
                 f"{file} is a matrix run; name a variant as {file}#VARIANT "
                 f"(variants: {', '.join(ids)})"
             )
         return found
     if isinstance(doc, Comparison):
-        raise _user_error(f"{file} is a comparison; compare takes two dataset runs")
+        raise UserError(f"{file} is a comparison; compare takes two dataset runs")
     return doc
 
 
@@ -384,7 +379,7 @@ def eval_command(
             config=_config(config_pairs),
         )
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     result = _run_with_progress(runner, not no_progress)
     _write_outputs(result, out, reports)
     click.echo(_summary_line(result))
@@ -432,7 +427,7 @@ def _run_with_progress(runner: DatasetRunner | MatrixRunner, show: bool) -> Any:
         with bar:
             return go()
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 @click.command("matrix")
@@ -484,7 +479,7 @@ def matrix_command(
             ),
         )
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     result: MatrixResult = _run_with_progress(runner, not no_progress)
     _write_outputs(result, out, reports)
     for v in result.variants:
@@ -588,7 +583,7 @@ def compare_command(
     for path in reports:
         _report_format(path)
     if not 0.0 < confidence < 1.0:
-        raise _user_error(f"--confidence must be within (0, 1), got {confidence}")
+        raise UserError(f"--confidence must be within (0, 1), got {confidence}")
     base, cand = _load_run(baseline), _load_run(candidate)
     options = CompareOptions(
         pass_rate_threshold=pass_rate_threshold,
@@ -615,14 +610,14 @@ def _compare(
     try:
         return compare(base, cand, options, profile_check=check)
     except DatasetMismatchError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def profile_by_name(name: str) -> ThresholdProfile:
     try:
         return profile(name)
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 @click.command("eval-report")
@@ -634,9 +629,9 @@ def eval_report_command(document: str, fmt: str, out: str | None) -> None:
     try:
         doc = read_eval_document(Path(document).read_bytes(), document)
     except OSError as exc:
-        raise _user_error(f"cannot read {document}: {exc.strerror or exc}") from exc
+        raise UserError(f"cannot read {document}: {exc.strerror or exc}") from exc
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     text = render_eval_report(doc, fmt)
     if out:
         Path(out).write_text(text, encoding="utf-8")

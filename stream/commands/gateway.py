@@ -14,15 +14,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from assertions.errors import InputError
+from stream.commands.user_error import UserError
 
 if TYPE_CHECKING:
     from connectors.gateway import GatewaySettings
-
-
-def _user_error(message: str) -> click.ClickException:
-    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
-
-    return UserError(message)
 
 
 def embedded_gateway_settings(port: int) -> GatewaySettings:
@@ -34,7 +29,7 @@ def embedded_gateway_settings(port: int) -> GatewaySettings:
         if not settings.tokens_file and not settings.tokens:
             settings = settings.model_copy(update={"allow_anonymous": True})
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     return settings
 
 
@@ -88,7 +83,7 @@ def register(group: click.Group) -> None:
             )
             app = create_gateway_app(settings, publisher)
         except InputError as exc:
-            raise _user_error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         click.echo(
             f"evalstream gateway on http://{settings.host}:{settings.port} "
             f"-> Kafka {settings.broker} (topics {settings.topic_prefix}signals, "
@@ -116,7 +111,7 @@ def register(group: click.Group) -> None:
         from connectors.gateway.auth import TENANT_RE, new_token, stored_form  # noqa: PLC0415
 
         if not TENANT_RE.match(tenant):
-            raise _user_error(
+            raise UserError(
                 f"tenant {tenant!r}: use 1-64 letters, digits, '.', '_' or '-', "
                 "starting with a letter or digit"
             )

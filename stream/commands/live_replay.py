@@ -16,15 +16,11 @@ from assertions.errors import InputError
 from connectors.kafka_io import TopicReader, TopicSlice
 from connectors.messages_replay import MessagesClient
 from connectors.recording import EpisodeRename
+from stream.commands.broker import broker_address
+from stream.commands.user_error import UserError
 from stream.live_replay import DEFAULT_SUFFIX, LiveReplayer, LiveReport
 from stream.record import stop_on_signals
 from stream.replay import FileSource, Source, TopicSource
-
-
-def _user_error(message: str) -> click.ClickException:
-    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports the commands
-
-    return UserError(message)
 
 
 def run_live(
@@ -42,19 +38,18 @@ def run_live(
     evaluation: dict[str, Any],
 ) -> None:
     from stream.cli import load_common  # noqa: PLC0415
-    from stream.commands.replay import _broker  # noqa: PLC0415
 
     if not base_url:
-        raise _user_error(
+        raise UserError(
             "--mode live needs --base-url: the candidate's Messages API (or the recording proxy)"
         )
     if not evaluation["suites"]:
-        raise _user_error("--mode live evaluates both runs: pass --suite FILE (repeatable)")
+        raise UserError("--mode live evaluates both runs: pass --suite FILE (repeatable)")
     if fmt not in ("table", "json"):
-        raise _user_error(f"--mode live reports as table or json, not {fmt!r}")
+        raise UserError(f"--mode live reports as table or json, not {fmt!r}")
     loaded = load_common(**evaluation)
     if loaded.judge_spec is not None:
-        raise _user_error("--judge: a live replay asks no LLM judge (llm.judge is `error`)")
+        raise UserError("--judge: a live replay asks no LLM judge (llm.judge is `error`)")
     client = MessagesClient(base_url, api_key=os.environ.get(api_key_env), model=model)
     replayer = LiveReplayer(
         client,
@@ -69,7 +64,7 @@ def run_live(
     async def run() -> LiveReport:
         source: Source
         if topic_slice is not None:
-            reader = TopicReader(_broker(broker), topic_slice)
+            reader = TopicReader(broker_address(broker), topic_slice)
             await reader.start()
             source = TopicSource(reader)
         else:
@@ -84,7 +79,7 @@ def run_live(
     try:
         report = asyncio.run(run())
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     if fmt == "json":
         import orjson  # noqa: PLC0415
 

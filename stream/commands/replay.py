@@ -10,7 +10,6 @@ replay:  recordings or a topic slice into `check` (a report), `embedded` (live r
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +22,8 @@ from rich.console import Console
 from assertions.errors import InputError
 from connectors.kafka_io import TopicReader, TopicSlice, TopicWriter
 from connectors.recording import EpisodeRename
+from stream.commands.broker import broker_address
+from stream.commands.user_error import UserError
 from stream.record import parse_offsets, parse_time, progress_bar, record_topic, stop_on_signals
 from stream.replay import (
     FileSource,
@@ -33,23 +34,9 @@ from stream.replay import (
     TopicTarget,
     replay,
 )
-from stream.settings import load_settings
 
 INTERRUPTED = 130
 FORMATS = ("table", "json", "markdown", "junit")
-
-
-def _user_error(message: str) -> click.ClickException:
-    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
-
-    return UserError(message)
-
-
-def _broker(broker: str | None) -> str:
-    try:
-        return load_settings(None, os.environ, {"broker": broker}).broker
-    except InputError as exc:
-        raise _user_error(str(exc)) from exc
 
 
 def slice_options(func: Callable[..., None]) -> Callable[..., None]:
@@ -90,7 +77,7 @@ def _slice(
     follow: bool = False,
 ) -> TopicSlice:
     if follow and to_time:
-        raise _user_error("--follow reads until Ctrl-C; it cannot be combined with --to-time")
+        raise UserError("--follow reads until Ctrl-C; it cannot be combined with --to-time")
     try:
         return TopicSlice(
             topic=topic,
@@ -101,7 +88,7 @@ def _slice(
             follow=follow,
         )
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 @click.command()
@@ -136,7 +123,7 @@ def record(
 
     Without --to-time or --follow it stops at the end offsets seen at start. Ctrl-C stops
     cleanly: the file holds every message read so far and is valid."""
-    bootstrap = _broker(broker)
+    bootstrap = broker_address(broker)
     slice_ = _slice(
         topic=topic,
         from_time=from_time,
@@ -151,9 +138,9 @@ def record(
             record_topic(bootstrap, slice_, out, compress=compress, console=console)
         )
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     except KafkaError as exc:
-        raise _user_error(f"cannot read {topic!r} from Kafka at {bootstrap}: {exc}") from exc
+        raise UserError(f"cannot read {topic!r} from Kafka at {bootstrap}: {exc}") from exc
     planned = "" if summary.planned is None else f" of {summary.planned} planned"
     stopped = (
         " (stopped by signal; the file is complete up to there)" if summary.interrupted else ""
@@ -288,9 +275,9 @@ def replay_command(
 
     Episode ids can be rewritten so a replay never merges with live episodes."""
     if bool(recordings) == bool(from_topic):
-        raise _user_error("give recording files or --from-topic TOPIC (exactly one of them)")
+        raise UserError("give recording files or --from-topic TOPIC (exactly one of them)")
     if speed is not None and speed <= 0:
-        raise _user_error(f"--speed {speed}: use a factor > 0 (omit it for as fast as possible)")
+        raise UserError(f"--speed {speed}: use a factor > 0 (omit it for as fast as possible)")
     rename = EpisodeRename(episode_prefix, episode_suffix)
     topic_slice = None
     if from_topic:
@@ -320,8 +307,8 @@ def replay_command(
         return
     if into == "topic":
         if not to_topic:
-            raise _user_error("--into topic needs --topic NAME (the topic to produce to)")
-        bootstrap = _broker(broker)
+            raise UserError("--into topic needs --topic NAME (the topic to produce to)")
+        bootstrap = broker_address(broker)
         target: Any = TopicTarget(
             TopicWriter(
                 bootstrap,
@@ -332,7 +319,7 @@ def replay_command(
         )
     else:
         if not evaluation["suites"]:
-            raise _user_error(f"--into {into} evaluates: pass --suite FILE (repeatable)")
+            raise UserError(f"--into {into} evaluates: pass --suite FILE (repeatable)")
         target = _pipeline_target(into, evaluation, metrics_port, metrics_host)
     console = Console(stderr=True)
     try:
@@ -348,9 +335,9 @@ def replay_command(
             )
         )
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     except KafkaError as exc:
-        raise _user_error(f"Kafka error: {exc}") from exc
+        raise UserError(f"Kafka error: {exc}") from exc
     stopped = " (stopped by signal)" if summary.interrupted else ""
     where = f"topic {to_topic}" if into == "topic" else into
     click.echo(f"replayed {summary.sent} messages into {where}{stopped}", err=True)
@@ -381,7 +368,7 @@ def _pipeline_target(
             try:
                 serve_metrics(metrics, metrics_port, metrics_host)
             except OSError as exc:
-                raise _user_error(
+                raise UserError(
                     f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc}; "
                     "pass another --metrics-port"
                 ) from exc
@@ -407,7 +394,7 @@ async def _run(
 ) -> Any:
     source: Source
     if topic_slice is not None:
-        reader = TopicReader(_broker(broker), topic_slice)
+        reader = TopicReader(broker_address(broker), topic_slice)
         await reader.start()
         source = TopicSource(reader)
     else:

@@ -25,6 +25,7 @@ from rich.table import Table
 
 from assertions.judge_prompt import as_text
 from assertions.review import Rating, RatingValue, ReviewItem, ReviewQueue
+from stream.commands.user_error import UserError
 
 JSON = Any
 
@@ -34,8 +35,6 @@ class _QuitRequested(Exception):  # noqa: N818 - control flow, not an error
 
 
 def load_queue(path: str) -> ReviewQueue:
-    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
-
     try:
         return ReviewQueue.model_validate_json(Path(path).read_text("utf-8"))
     except OSError as exc:

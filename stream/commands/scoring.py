@@ -23,6 +23,7 @@ from assertions.evalruns.reports import is_eval_run, render_eval_report
 from assertions.reports.score_report import FORMATS, render_markdown, render_score_report
 from assertions.score_run import SCORE_NAMES, ScoreRun, baselines_of
 from connectors.episode_store import EpisodeStoreClient, EpisodeStoreError
+from stream.commands.user_error import UserError
 from stream.score_sweep import (
     NightlySettings,
     ScoreSettings,
@@ -37,18 +38,12 @@ DEFAULT_STORE = "http://localhost:8100"
 REPORT_FORMATS = ("markdown", "json", "junit", "html")
 
 
-def _user_error(message: str) -> click.ClickException:
-    from stream.cli import UserError  # noqa: PLC0415 - stream.cli imports this module
-
-    return UserError(message)
-
-
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine; input and store errors become one-line user errors (exit 2)."""
     try:
         return asyncio.run(coro)
     except (InputError, EpisodeStoreError) as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
 
 
 def _now() -> datetime:
@@ -150,7 +145,7 @@ def _settings_values(
         if on
     ]
     if len(chosen) > 1:
-        raise _user_error(f"{' and '.join(chosen)} exclude each other: choose one baseline")
+        raise UserError(f"{' and '.join(chosen)} exclude each other: choose one baseline")
     values: dict[str, Any] = {k: v for k, v in given.items() if v is not None and v != ()}
     if files:
         values["files"] = list(files)
@@ -175,12 +170,10 @@ def _rules_file(path: str) -> dict[str, Any]:
     try:
         obj = yaml.safe_load(Path(path).read_text("utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
-        raise _user_error(f"{path}: cannot read the rules file: {exc}") from exc
+        raise UserError(f"{path}: cannot read the rules file: {exc}") from exc
     allowed = {"alert_rules", "scoring", "regression"}
     if not isinstance(obj, dict) or not set(obj) <= allowed:
-        raise _user_error(
-            f"{path}: a rules file is a mapping with keys {', '.join(sorted(allowed))}"
-        )
+        raise UserError(f"{path}: a rules file is a mapping with keys {', '.join(sorted(allowed))}")
     return obj
 
 
@@ -225,7 +218,7 @@ def status(store_url: str, timeout_s: float) -> None:
             + f"), {stored} episodes stored"
         )
         if not health.ok:
-            raise _user_error(f"episode store {store_url} reports status {health.status!r}")
+            raise UserError(f"episode store {store_url} reports status {health.status!r}")
 
     _run(check())
 
@@ -272,7 +265,7 @@ def score(
     try:
         settings = ScoreSettings.build(values)
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     run = _run(score_episodes(settings, now=_now()))
     obj = run.to_json()
     if output:
@@ -283,7 +276,7 @@ def score(
         try:
             saved = baselines_of(run, source=f"score-run:{run.created_at}")
         except InputError as exc:
-            raise _user_error(str(exc)) from exc
+            raise UserError(str(exc)) from exc
         Path(save_baseline).write_bytes(
             orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
         )
@@ -340,7 +333,7 @@ def report(results: str, fmt: str, out: str | None) -> None:
     try:
         obj = orjson.loads(Path(results).read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise _user_error(f"{results}: not valid JSON: {exc}") from exc
+        raise UserError(f"{results}: not valid JSON: {exc}") from exc
     try:
         if is_eval_run(obj):
             text = render_eval_report(obj, "md" if fmt == "markdown" else fmt)
@@ -351,7 +344,7 @@ def report(results: str, fmt: str, out: str | None) -> None:
                 f"format {fmt!r} is for dataset runs; a score run renders as {' or '.join(FORMATS)}"
             )
     except InputError as exc:
-        raise _user_error(f"{results}: {exc}") from exc
+        raise UserError(f"{results}: {exc}") from exc
     if out:
         Path(out).write_text(text, encoding="utf-8")
     else:
@@ -380,7 +373,7 @@ def nightly(config_file: str | None, **options: Any) -> None:
     try:
         settings = NightlySettings.load(config_file, values)
     except InputError as exc:
-        raise _user_error(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     result = _run(run_nightly(settings, now=_now()))
     for line in _summary_lines(result.run):
         click.echo(line)
