@@ -132,6 +132,7 @@ class RegressionConfig(BaseModel):
 
     metrics: tuple[str, ...] = DEFAULT_METRICS
     reference: int = 150
+    pass_rate_reference: int = 1000
     guard: int = 100
     refresh: int = 10
     recent: int = 100
@@ -158,6 +159,11 @@ class RegressionConfig(BaseModel):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.reference < MIN_FIXED_REFERENCE:
             raise ValueError(f"reference must be >= {MIN_FIXED_REFERENCE}, got {self.reference}")
+        if self.pass_rate_reference < self.reference:
+            raise ValueError(
+                f"pass_rate_reference ({self.pass_rate_reference}) must be >= reference "
+                f"({self.reference})"
+            )
         for name in ("arl0", "pass_rate_arl0"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 1.0):
                 raise ValueError(f"{name} must be a finite number > 1, got {getattr(self, name)}")
@@ -395,6 +401,7 @@ class _Estimate:
     baseline: float
     current: float
     change: float  # regression measured positive (pct for cost and latency)
+    noise: float = 0.0  # two standard errors of `change` (its unit)
 
 
 class RegressionDetector:
@@ -441,7 +448,10 @@ class RegressionDetector:
             stream = self._streams[key] = _Stream(
                 agent_id,
                 variant,
-                reference=[deque(maxlen=cfg.reference) for _ in range(_SLOTS)],
+                reference=[
+                    deque(maxlen=cfg.pass_rate_reference if slot == 0 else cfg.reference)
+                    for slot in range(_SLOTS)
+                ],
                 recent=[deque(maxlen=cfg.recent) for _ in range(_SLOTS)],
                 guard=[deque() for _ in range(_SLOTS)],
                 params=[None] * _SLOTS,
@@ -511,7 +521,7 @@ class RegressionDetector:
                 continue  # possibly regressed: keep the reference as it is
             column = stream.reference[slot]
             column.append(leaving)
-            if len(column) == size and (
+            if len(column) >= size and (
                 stream.params[slot] is None or refresh or self._due(stream)
             ):
                 refresh = True
@@ -541,7 +551,7 @@ class RegressionDetector:
             # that happened to see few failures must not make ordinary ones look like a drop.
             smoothed = (math.fsum(values) + 0.5) / (n + 1.0)
             q0 = min(smoothed + math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
-            q1 = min(q0 + cfg.pass_rate_shift, 0.99)
+            q1 = min(smoothed + cfg.pass_rate_shift, 0.99)
             fail, ok = bernoulli_llr(q0, q1)
             h = bernoulli_threshold(q0, q1, cfg.pass_rate_arl0)
             raw = math.fsum(values) / n
@@ -605,10 +615,10 @@ class RegressionDetector:
         if c.r > param.h:
             return self._resolve(stream, metric, est, now, "recovered", c=c, param=param)
         thresholds = self.config.thresholds(metric)
-        severity, threshold = _severity(thresholds, est.change, firing.severity)
+        severity, threshold = _severity(thresholds, est.change, firing.severity, est.noise)
         escalated = severity is Severity.CRITICAL and firing.severity is not Severity.CRITICAL
         moved = severity is not firing.severity or _moved(
-            est.change, firing.last_change, thresholds.warning
+            est.change, firing.last_change, max(thresholds.warning, est.noise)
         )
         due = now - firing.last_update >= self.config.update_interval_ms
         if not (escalated or (moved and due)):
@@ -637,19 +647,23 @@ class RegressionDetector:
         n = min(run, len(recent))
         tail = list(recent)[len(recent) - n :] if n > 0 else list(recent)
         level = math.fsum(tail) / len(tail) if tail else param.center
+        # Two standard errors of the level: a change that moves less is noise, not news.
+        spread = 2.0 / math.sqrt(max(len(tail), 1))
         if metric == PASS_RATE:
             base, cur = 1.0 - param.center, 1.0 - level
-            return _Estimate(base, cur, base - cur)
-        if metric == COST:
-            # Below the offset is rounding of a zero cost: a rise from it is unbounded.
-            base = _cost(param.center)
-            cur = _cost(level)
-            return _Estimate(base, cur, delta_percent(cur, base))
-        if metric == LATENCY_P95:
-            base = param.p95
-            cur = base * math.exp(level - param.center)
-            return _Estimate(base, cur, delta_percent(cur, base))
-        return _Estimate(param.center, level, param.center - level)
+            q = min(max(level, 0.5 / max(len(tail), 1)), 0.5)
+            return _Estimate(base, cur, base - cur, spread * math.sqrt(q * (1.0 - q)))
+        if metric in (COST, LATENCY_P95):
+            if metric == COST:
+                # Below the offset is rounding of a zero cost: a rise from it is unbounded.
+                base, cur = _cost(param.center), _cost(level)
+            else:
+                base = param.p95
+                cur = base * math.exp(level - param.center)
+            change = delta_percent(cur, base)
+            noise = 100.0 * (cur / base) * spread * param.scale if base > 0.0 else 0.0
+            return _Estimate(base, cur, change, noise)
+        return _Estimate(param.center, level, param.center - level, spread * param.scale)
 
     def _resolve(
         self,
@@ -745,13 +759,17 @@ class RegressionDetector:
         return events
 
 
-def _severity(thresholds: Thresholds, change: float, current: Severity) -> tuple[Severity, float]:
+def _severity(
+    thresholds: Thresholds, change: float, current: Severity, noise: float
+) -> tuple[Severity, float]:
     """The severity of a firing alert: CRITICAL beyond the critical threshold, back to
-    WARNING only half a WARNING threshold below it (no flapping on the boundary)."""
+    WARNING only half a WARNING threshold (or the estimate's noise, if more) below it (no
+    flapping on the boundary)."""
     critical = thresholds.critical
     if critical is None:
         return Severity.WARNING, thresholds.warning
-    keep = current is Severity.CRITICAL and change > critical - thresholds.warning / 2.0
+    margin = max(thresholds.warning / 2.0, noise)
+    keep = current is Severity.CRITICAL and change > critical - margin
     if change > critical or keep:
         return Severity.CRITICAL, critical
     return Severity.WARNING, thresholds.warning
@@ -763,7 +781,8 @@ def _cost(log_cost: float) -> float:
 
 
 def _moved(change: float, last: float, material: float) -> bool:
-    """A move of at least the WARNING threshold and half the last reported change."""
+    """A move of at least `material` (the WARNING threshold, or the estimate's noise if
+    more) and half the last reported change."""
     if math.isinf(change) or math.isinf(last):
         return change != last
     return abs(change - last) >= max(material, abs(last) / 2.0)

@@ -33,6 +33,7 @@ import random
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -229,6 +230,7 @@ class Outcome:
     """One scenario run, measured per stream."""
 
     false_firings: int
+    false_metrics: list[str]  # the metric of each false firing
     unchanged: int  # scored episodes after warm-up without a shift in force, per metric set
     delay: int | None  # None: a shift that was not detected (or no shift)
     resolved_after: int | None  # episodes after the recovery until RESOLVED
@@ -242,7 +244,7 @@ def measure(scenario: Scenario, traffic: Traffic, events: Sequence[AlertEvent]) 
     def index_of(e: AlertEvent) -> int:
         return traffic.index_at[(e.agent_id, e.variant, round(e.at))]
 
-    false_firings = 0
+    false_metrics: list[str] = []
     unchanged = 0
     delay = resolved_after = None
     count = 0
@@ -257,7 +259,7 @@ def measure(scenario: Scenario, traffic: Traffic, events: Sequence[AlertEvent]) 
                 continue
             at = index_of(e)
             if at < quiet_until:
-                false_firings += 1
+                false_metrics.append(e.metric)
             elif shift is not None and e.metric != shift.metric:
                 collateral.append(e.metric)
         if shift is None:
@@ -276,7 +278,9 @@ def measure(scenario: Scenario, traffic: Traffic, events: Sequence[AlertEvent]) 
             ]
             if done:
                 resolved_after = index_of(done[0]) - shift.end + 1
-    return Outcome(false_firings, unchanged, delay, resolved_after, count, collateral)
+    return Outcome(
+        len(false_metrics), false_metrics, unchanged, delay, resolved_after, count, collateral
+    )
 
 
 def run(scenario: Scenario, seed: int, regression: dict[str, JSON] | None = None) -> Outcome:
@@ -322,7 +326,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quiet-episodes", type=int, default=6000, help="episodes per stream, unchanged cells"
     )
+    parser.add_argument(
+        "--only", choices=("quiet", "shifts"), help="only the unchanged or the shift cells"
+    )
+    parser.add_argument(
+        "--regression", type=orjson.loads, default={}, help="regression settings, as JSON"
+    )
     args = parser.parse_args(argv)
+    settings = args.regression
     streams = len(default_streams())
     print(
         "| scenario | runs | false firings / 10k | detected | delay median / max "
@@ -330,10 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|")
     total_false = total_unchanged = 0
-    for sigma in (0.1, 0.3, 0.5):
+    false_metrics: Counter[str] = Counter()
+    for sigma in (0.1, 0.3, 0.5) if args.only != "shifts" else ():
         for failures in (0.0, 0.05, 0.10):
             scenario = quiet_scenario(sigma, failures, args.quiet_episodes)
-            out = run(scenario, seed=int(sigma * 100 + failures * 1000))
+            out = run(scenario, seed=int(sigma * 100 + failures * 1000), regression=settings)
+            false_metrics.update(out.false_metrics)
             total_false += out.false_firings
             total_unchanged += out.unchanged
             rate = out.false_firings / out.unchanged * 10_000
@@ -348,8 +361,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         shift_scenario("failures", 0.15, 0.5, 0.05),
         shift_scenario("failures", 0.15, 0.1, 0.05, ramp=100),
     ]
-    for scenario in scenarios:
-        outs = [run(scenario, seed) for seed in range(args.seeds)]
+    for scenario in scenarios if args.only != "quiet" else []:
+        outs = [run(scenario, seed, settings) for seed in range(args.seeds)]
+        false_metrics.update(m for o in outs for m in o.false_metrics)
         false_firings = sum(o.false_firings for o in outs)
         unchanged = sum(o.unchanged for o in outs)
         total_false += false_firings
@@ -365,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     print(
         f"\nAll cells: {total_false} false firings in {total_unchanged:,} unchanged scored "
-        f"episodes: {total_false / total_unchanged * 10_000:.2f} per 10,000."
+        f"episodes: {total_false / total_unchanged * 10_000:.2f} per 10,000 "
+        f"({', '.join(f'{m} {n}' for m, n in sorted(false_metrics.items())) or 'none'})."
     )
     return 0
 
