@@ -9,7 +9,10 @@ Per stream:
 - **Reference**: the baseline is estimated from the last `reference` scored observations
   that are older than the newest `guard` ones (a regression has `guard` observations to be
   detected before it could enter the reference). Nothing is tested until the reference of
-  a metric is full; it then rolls, re-estimated every `refresh` admitted observations.
+  a metric is full; it then rolls, re-estimated every `refresh` admitted observations. The
+  pass rate's reference keeps growing to `pass_rate_reference` observations: failures are
+  rare, and a rate estimated from 150 episodes (about 7 failures at 5 %) is too noisy for
+  a CUSUM designed for a 10-point drop.
   While any alert of the stream is firing nothing enters it, and the guarded observations
   of the regression are discarded when it fires and when it resolves (regressed traffic
   never becomes its own reference). `set_baseline` fixes the reference instead.
@@ -17,9 +20,11 @@ Per stream:
   log(latency + 1 ms)), standardized by the reference's median and robust standard deviation;
   scores standardized by the reference's mean and standard deviation (at least half the
   score WARNING threshold); both clipped to ±`clip` so a single outlier cannot fire. The pass
-  rate uses a Bernoulli log-likelihood ratio: failure rate q0 (the reference's, smoothed)
-  against q0 + `pass_rate_shift`. Episodes scored without a baseline while one was expected
-  (`Observation.warmup`) count only for cost and latency.
+  rate uses a Bernoulli log-likelihood ratio: failure rate q0 (the reference's, smoothed,
+  plus `Q0_MARGIN_SE` standard errors, so that a reference that saw few failures does not
+  make ordinary ones look like a drop) against the reference's rate + `pass_rate_shift`.
+  Episodes scored without a baseline while one was expected (`Observation.warmup`) count
+  only for cost and latency.
 - **Firing**: S = max(0, S + u - k) (u the standardized regression, k = `shift_sigmas` / 2)
   crosses h, the threshold of a design in-control run length (`arl0`, `pass_rate_arl0`,
   see `assertions.cusum`), **and** the change estimated since the change point (the last
@@ -31,8 +36,10 @@ Per stream:
   because a threshold is no longer crossed. The dedupe key (`agent_id/variant/metric`)
   then cannot fire again for `cooldown_ms`.
 - **Updates**: an UPDATED event when the severity changes or the estimated change moved by
-  at least the metric's WARNING threshold and half the last reported change, at most once per
-  `update_interval_ms` (an escalation to CRITICAL is not delayed).
+  at least the metric's WARNING threshold, two standard errors of the estimate and half the
+  last reported change, at most once per `update_interval_ms` (an escalation to CRITICAL is
+  not delayed); back from CRITICAL only a margin below its threshold (half the WARNING
+  threshold, or two standard errors if more).
 
 The metric names are those of the Prometheus series and rules. `latency_p95_ms` detects a
 shift of the latency distribution on the log scale; its events report the p95 of the
@@ -82,6 +89,7 @@ TEST_CUSUM = "cusum"
 COST_OFFSET_USD = 1e-6  # log(cost + offset): a free episode has a finite log cost
 LATENCY_OFFSET_MS = 1.0
 MIN_FIXED_REFERENCE = 30  # a fixed baseline needs at least this many values of a metric
+Q0_MARGIN_SE = 2.0  # the pass rate CUSUM is designed for q0 this many standard errors up
 _LOG_SCALE_FLOOR = 0.01  # 1 %: a constant cost or latency still has a scale
 _REMOVED = {"window", "min_samples", "alpha", "bootstrap_every"}
 
@@ -118,14 +126,14 @@ class Thresholds(BaseModel):
 class RegressionConfig(BaseModel):
     """Continuous detection settings; loadable from YAML/JSON dicts with `load`.
 
-    Defaults: a reference of 150 scored episodes behind a guard of 100; CUSUMs designed for a
-    1-standard-deviation shift (cost, latency, scores) with an in-control run length of
-    1,000,000 episodes each, and for a pass-rate drop of 10 points with 30,000 (designed
-    for the failure rate one standard error above the reference's, which lengthens the real
-    run); a pass rate
-    drop of more than 5 points (WARNING) / 15 points (CRITICAL); a mean score drop of more
-    than 0.05 / 0.15; a latency rise of more than 20 % / 50 %; a cost rise of more than
-    20 % / 50 %; 15 minutes of cool-down; an update at most every 5 minutes.
+    Defaults: a reference of 150 scored episodes behind a guard of 100 (the pass rate's
+    growing to 1000); CUSUMs designed for a 1-standard-deviation shift (cost, latency,
+    scores) with an in-control run length of 1,000,000 episodes each, and for a pass-rate
+    drop of 10 points with 10,000 (designed for the failure rate two standard errors above
+    the reference's, which lengthens the real run); a pass rate drop of more than 5 points
+    (WARNING) / 15 points (CRITICAL); a mean score drop of more than 0.05 / 0.15; a latency
+    rise of more than 20 % / 50 %; a cost rise of more than 20 % / 50 %; 15 minutes of
+    cool-down; an update at most every 5 minutes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -137,7 +145,7 @@ class RegressionConfig(BaseModel):
     refresh: int = 10
     recent: int = 100
     arl0: float = 1_000_000.0
-    pass_rate_arl0: float = 30_000.0
+    pass_rate_arl0: float = 10_000.0
     shift_sigmas: float = 1.0
     pass_rate_shift: float = 0.10
     clip: float = 4.0
@@ -154,9 +162,11 @@ class RegressionConfig(BaseModel):
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid: {', '.join(METRICS)}")
-        for name in ("reference", "guard", "refresh", "recent", "max_streams"):
+        for name in ("reference", "pass_rate_reference", "guard", "refresh", "recent"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_streams < 1:
+            raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.reference < MIN_FIXED_REFERENCE:
             raise ValueError(f"reference must be >= {MIN_FIXED_REFERENCE}, got {self.reference}")
         if self.pass_rate_reference < self.reference:
@@ -468,8 +478,8 @@ class RegressionDetector:
         self, agent_id: str, variant: str, observations: Iterable[Observation], now: float
     ) -> list[AlertEvent]:
         """Fix a stream's reference to these observations (the last `reference` of each
-        metric); it no longer rolls. Alerts firing against the old one resolve
-        (`rebaselined`)."""
+        metric, `pass_rate_reference` of the pass rate); it no longer rolls. Alerts firing
+        against the old one resolve (`rebaselined`)."""
         stream, events = self._stream(agent_id, variant, now)
         events.extend(self._resolve_all(stream, now, "rebaselined"))
         stream.fixed = True
@@ -547,10 +557,11 @@ class RegressionDetector:
         values = list(column)
         if slot == 0:
             n = len(values)
-            # Designed for the upper end of q0's uncertainty (one standard error): a reference
-            # that happened to see few failures must not make ordinary ones look like a drop.
+            # The null is the upper end of q0's uncertainty: a reference that happened to see
+            # few failures must not make ordinary ones look like a drop. The alternative is
+            # the drop from the rate actually seen.
             smoothed = (math.fsum(values) + 0.5) / (n + 1.0)
-            q0 = min(smoothed + math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
+            q0 = min(smoothed + Q0_MARGIN_SE * math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
             q1 = min(smoothed + cfg.pass_rate_shift, 0.99)
             fail, ok = bernoulli_llr(q0, q1)
             h = bernoulli_threshold(q0, q1, cfg.pass_rate_arl0)

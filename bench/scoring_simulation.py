@@ -294,7 +294,14 @@ SHIFTED = ("support-bot", "B")
 
 
 def shift_scenario(
-    what: str, to: float, sigma: float, failures: float, *, ramp: int = 0, recover: bool = True
+    what: str,
+    to: float,
+    sigma: float,
+    failures: float,
+    *,
+    ramp: int = 0,
+    recover: bool = True,
+    streams: tuple[Stream, ...] | None = None,
 ) -> Scenario:
     """One stream shifts at its 400th episode for 400 episodes (then recovers, for 300)."""
     start, length = 400, 400
@@ -306,13 +313,20 @@ def shift_scenario(
         sigma=sigma,
         failures=failures,
         episodes=start + length + (300 if recover else 0),
+        streams=default_streams() if streams is None else streams,
         shifts=((SHIFTED, Shift(what, to, start=start, ramp=ramp, end=end)),),
     )
 
 
-def quiet_scenario(sigma: float, failures: float, episodes: int) -> Scenario:
+def quiet_scenario(
+    sigma: float, failures: float, episodes: int, streams: tuple[Stream, ...] | None = None
+) -> Scenario:
     return Scenario(
-        f"unchanged, sigma {sigma:g}, failures {failures:.0%}", sigma, failures, episodes
+        f"unchanged, sigma {sigma:g}, failures {failures:.0%}",
+        sigma,
+        failures,
+        episodes,
+        default_streams() if streams is None else streams,
     )
 
 
