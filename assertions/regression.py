@@ -36,10 +36,11 @@ Per stream:
   because a threshold is no longer crossed. The dedupe key (`agent_id/variant/metric`)
   then cannot fire again for `cooldown_ms`.
 - **Updates**: an UPDATED event when the severity changes or the estimated change moved by
-  at least the metric's WARNING threshold, two standard errors of the estimate and half the
-  last reported change, at most once per `update_interval_ms` (an escalation to CRITICAL is
-  not delayed); back from CRITICAL only a margin below its threshold (half the WARNING
-  threshold, or two standard errors if more).
+  at least the metric's WARNING threshold, three standard errors of the estimate and half
+  the last reported change, at most once per `update_interval_ms` (an escalation to CRITICAL is
+  not delayed). While firing, the severity moves up to CRITICAL only when the change exceeds
+  its threshold by two standard errors, and back only when it falls half a WARNING threshold
+  (or two standard errors, if more) below it.
 
 The metric names are those of the Prometheus series and rules. `latency_p95_ms` detects a
 shift of the latency distribution on the log scale; its events report the p95 of the
@@ -628,9 +629,9 @@ class RegressionDetector:
         thresholds = self.config.thresholds(metric)
         severity, threshold = _severity(thresholds, est.change, firing.severity, est.noise)
         escalated = severity is Severity.CRITICAL and firing.severity is not Severity.CRITICAL
-        moved = severity is not firing.severity or _moved(
-            est.change, firing.last_change, max(thresholds.warning, est.noise)
-        )
+        # A move compares two noisy estimates: three standard errors, not two.
+        material = max(thresholds.warning, 1.5 * est.noise)
+        moved = severity is not firing.severity or _moved(est.change, firing.last_change, material)
         due = now - firing.last_update >= self.config.update_interval_ms
         if not (escalated or (moved and due)):
             return None
@@ -773,15 +774,17 @@ class RegressionDetector:
 def _severity(
     thresholds: Thresholds, change: float, current: Severity, noise: float
 ) -> tuple[Severity, float]:
-    """The severity of a firing alert: CRITICAL beyond the critical threshold, back to
-    WARNING only half a WARNING threshold (or the estimate's noise, if more) below it (no
-    flapping on the boundary)."""
+    """The severity of a firing alert, with a dead band around the critical threshold (no
+    flapping on the boundary): up to CRITICAL beyond it by the estimate's `noise`, back to
+    WARNING only half a WARNING threshold (or `noise`, if more) below it."""
     critical = thresholds.critical
     if critical is None:
         return Severity.WARNING, thresholds.warning
-    margin = max(thresholds.warning / 2.0, noise)
-    keep = current is Severity.CRITICAL and change > critical - margin
-    if change > critical or keep:
+    if current is Severity.CRITICAL:
+        up = change > critical - max(thresholds.warning / 2.0, noise)
+    else:
+        up = change > critical + noise
+    if up:
         return Severity.CRITICAL, critical
     return Severity.WARNING, thresholds.warning
 
