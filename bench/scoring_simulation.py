@@ -2,6 +2,7 @@
 """Seeded traffic simulation of regression alerting through the `evalstream score` path.
 
     .venv/bin/python bench/scoring_simulation.py [--seeds 10] [--quiet-episodes 6000]
+        [--only quiet|shifts] [--regression '{"pass_rate_arl0": 20000}']
 
 Generates episode-store episodes (the store's JSON shape) for several agents and variants
 interleaved at random — cost and latency lognormal with spread `sigma`, a share of failed
