@@ -31,10 +31,12 @@ Per stream:
   time S was 0, at most `recent` observations) crosses the metric's WARNING threshold
   (CRITICAL beyond the second). A crossing without a material change waits at S = h.
 - **Resolving**: while firing, a CUSUM in the other direction tests a return to the
-  baseline (reference: half the shift estimated since the change point); the alert resolves
-  when it crosses h — when the evidence no longer supports the regression — never merely
-  because a threshold is no longer crossed. The dedupe key (`agent_id/variant/metric`)
-  then cannot fire again for `cooldown_ms`.
+  baseline (reference: half the shift estimated since the change point; for the pass rate,
+  q0 against the failure rate since the change point, at most the design's, so that a burst
+  of failures that fired early does not make the regressed rate pass for a recovery); the
+  alert resolves when it crosses h — when the evidence no longer supports the regression —
+  never merely because a threshold is no longer crossed. The dedupe key
+  (`agent_id/variant/metric`) then cannot fire again for `cooldown_ms`.
 - **Updates**: an UPDATED event when the severity changes or the estimated change moved by
   at least the metric's WARNING threshold, three standard errors of the estimate and half
   the last reported change, at most once per `update_interval_ms` (an escalation to CRITICAL is
@@ -644,8 +646,10 @@ class RegressionDetector:
         """A step of the CUSUM for a return to the baseline (drift > 0 once recovered)."""
         if metric == PASS_RATE:
             q0 = param.q0
-            # The failure rate since the change point, from the mean LLR step.
-            q1 = _failure_rate(param, c.shift_sum / c.run)
+            # The failure rate since the change point (from the mean LLR step), at most the
+            # design's: a burst of failures that fired the alert early overstates it, and
+            # ordinary regressed traffic would then pass for a recovery.
+            q1 = min(_failure_rate(param, c.shift_sum / c.run), q0 * math.exp(param.llr_fail))
             if q1 <= q0 * 1.01:
                 return math.inf  # no regression left to support
             return math.log(q0 / q1) if value > 0.5 else math.log((1.0 - q0) / (1.0 - q1))
