@@ -12,7 +12,8 @@ average run length (ARL0, the expected number of observations between two false 
   identity; it ignores the overshoot, which only lengthens the run).
 
 Estimating the baseline from a finite reference shortens the real ARL0; the detector's
-defaults leave a margin for that, measured by the simulation in the tests.
+defaults leave a margin for that, measured on generated traffic by
+`bench/scoring_simulation.py` (asserted by tests/unit/test_scoring_simulation.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ Per stream:
 - **Reference**: the baseline is estimated from the last `reference` scored observations
   that are older than the newest `guard` ones (a regression has `guard` observations to be
   detected before it could enter the reference). Nothing is tested until the reference of
-  a metric is full; it then rolls, re-estimated every `refresh` admitted observations.
+  a metric is full; it then rolls, re-estimated every `refresh` admitted observations. The
+  pass rate's reference keeps growing to `pass_rate_reference` observations: failures are
+  rare, and a rate estimated from 150 episodes (about 7 failures at 5 %) is too noisy for
+  a CUSUM designed for a 10-point drop.
   While any alert of the stream is firing nothing enters it, and the guarded observations
   of the regression are discarded when it fires and when it resolves (regressed traffic
   never becomes its own reference). `set_baseline` fixes the reference instead.
@@ -17,22 +20,29 @@ Per stream:
   log(latency + 1 ms)), standardized by the reference's median and robust standard deviation;
   scores standardized by the reference's mean and standard deviation (at least half the
   score WARNING threshold); both clipped to ±`clip` so a single outlier cannot fire. The pass
-  rate uses a Bernoulli log-likelihood ratio: failure rate q0 (the reference's, smoothed)
-  against q0 + `pass_rate_shift`. Episodes scored without a baseline while one was expected
-  (`Observation.warmup`) count only for cost and latency.
+  rate uses a Bernoulli log-likelihood ratio: failure rate q0 (the reference's, smoothed,
+  plus `Q0_MARGIN_SE` standard errors, so that a reference that saw few failures does not
+  make ordinary ones look like a drop) against the reference's rate + `pass_rate_shift`.
+  Episodes scored without a baseline while one was expected (`Observation.warmup`) count
+  only for cost and latency.
 - **Firing**: S = max(0, S + u - k) (u the standardized regression, k = `shift_sigmas` / 2)
   crosses h, the threshold of a design in-control run length (`arl0`, `pass_rate_arl0`,
   see `assertions.cusum`), **and** the change estimated since the change point (the last
   time S was 0, at most `recent` observations) crosses the metric's WARNING threshold
   (CRITICAL beyond the second). A crossing without a material change waits at S = h.
 - **Resolving**: while firing, a CUSUM in the other direction tests a return to the
-  baseline (reference: half the shift estimated since the change point); the alert resolves
-  when it crosses h — when the evidence no longer supports the regression — never merely
-  because a threshold is no longer crossed. The dedupe key (`agent_id/variant/metric`)
-  then cannot fire again for `cooldown_ms`.
+  baseline (reference: half the shift estimated since the change point; for the pass rate,
+  q0 against the failure rate since the change point, at most the design's, so that a burst
+  of failures that fired early does not make the regressed rate pass for a recovery); the
+  alert resolves when it crosses h — when the evidence no longer supports the regression —
+  never merely because a threshold is no longer crossed. The dedupe key
+  (`agent_id/variant/metric`) then cannot fire again for `cooldown_ms`.
 - **Updates**: an UPDATED event when the severity changes or the estimated change moved by
-  at least the metric's WARNING threshold and half the last reported change, at most once per
-  `update_interval_ms` (an escalation to CRITICAL is not delayed).
+  at least the metric's WARNING threshold, three standard errors of the estimate and half
+  the last reported change, at most once per `update_interval_ms` (an escalation to CRITICAL is
+  not delayed). While firing, the severity moves up to CRITICAL only when the change exceeds
+  its threshold by two standard errors, and back only when it falls half a WARNING threshold
+  (or two standard errors, if more) below it.
 
 The metric names are those of the Prometheus series and rules. `latency_p95_ms` detects a
 shift of the latency distribution on the log scale; its events report the p95 of the
@@ -82,6 +92,7 @@ TEST_CUSUM = "cusum"
 COST_OFFSET_USD = 1e-6  # log(cost + offset): a free episode has a finite log cost
 LATENCY_OFFSET_MS = 1.0
 MIN_FIXED_REFERENCE = 30  # a fixed baseline needs at least this many values of a metric
+Q0_MARGIN_SE = 2.0  # the pass rate CUSUM is designed for q0 this many standard errors up
 _LOG_SCALE_FLOOR = 0.01  # 1 %: a constant cost or latency still has a scale
 _REMOVED = {"window", "min_samples", "alpha", "bootstrap_every"}
 
@@ -118,25 +129,26 @@ class Thresholds(BaseModel):
 class RegressionConfig(BaseModel):
     """Continuous detection settings; loadable from YAML/JSON dicts with `load`.
 
-    Defaults: a reference of 150 scored episodes behind a guard of 100; CUSUMs designed for a
-    1-standard-deviation shift (cost, latency, scores) with an in-control run length of
-    1,000,000 episodes each, and for a pass-rate drop of 10 points with 30,000 (designed
-    for the failure rate one standard error above the reference's, which lengthens the real
-    run); a pass rate
-    drop of more than 5 points (WARNING) / 15 points (CRITICAL); a mean score drop of more
-    than 0.05 / 0.15; a latency rise of more than 20 % / 50 %; a cost rise of more than
-    20 % / 50 %; 15 minutes of cool-down; an update at most every 5 minutes.
+    Defaults: a reference of 150 scored episodes behind a guard of 100 (the pass rate's
+    growing to 1000); CUSUMs designed for a 1-standard-deviation shift (cost, latency,
+    scores) with an in-control run length of 1,000,000 episodes each, and for a pass-rate
+    drop of 10 points with 10,000 (designed for the failure rate two standard errors above
+    the reference's, which lengthens the real run); a pass rate drop of more than 5 points
+    (WARNING) / 15 points (CRITICAL); a mean score drop of more than 0.05 / 0.15; a latency
+    rise of more than 20 % / 50 %; a cost rise of more than 20 % / 50 %; 15 minutes of
+    cool-down; an update at most every 5 minutes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     metrics: tuple[str, ...] = DEFAULT_METRICS
     reference: int = 150
+    pass_rate_reference: int = 1000
     guard: int = 100
     refresh: int = 10
     recent: int = 100
     arl0: float = 1_000_000.0
-    pass_rate_arl0: float = 30_000.0
+    pass_rate_arl0: float = 10_000.0
     shift_sigmas: float = 1.0
     pass_rate_shift: float = 0.10
     clip: float = 4.0
@@ -153,11 +165,18 @@ class RegressionConfig(BaseModel):
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise ValueError(f"unknown metric(s) {', '.join(unknown)}; valid: {', '.join(METRICS)}")
-        for name in ("reference", "guard", "refresh", "recent", "max_streams"):
+        for name in ("reference", "pass_rate_reference", "guard", "refresh", "recent"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_streams < 1:
+            raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
         if self.reference < MIN_FIXED_REFERENCE:
             raise ValueError(f"reference must be >= {MIN_FIXED_REFERENCE}, got {self.reference}")
+        if self.pass_rate_reference < self.reference:
+            raise ValueError(
+                f"pass_rate_reference ({self.pass_rate_reference}) must be >= reference "
+                f"({self.reference})"
+            )
         for name in ("arl0", "pass_rate_arl0"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 1.0):
                 raise ValueError(f"{name} must be a finite number > 1, got {getattr(self, name)}")
@@ -395,6 +414,7 @@ class _Estimate:
     baseline: float
     current: float
     change: float  # regression measured positive (pct for cost and latency)
+    noise: float = 0.0  # two standard errors of `change` (its unit)
 
 
 class RegressionDetector:
@@ -441,7 +461,10 @@ class RegressionDetector:
             stream = self._streams[key] = _Stream(
                 agent_id,
                 variant,
-                reference=[deque(maxlen=cfg.reference) for _ in range(_SLOTS)],
+                reference=[
+                    deque(maxlen=cfg.pass_rate_reference if slot == 0 else cfg.reference)
+                    for slot in range(_SLOTS)
+                ],
                 recent=[deque(maxlen=cfg.recent) for _ in range(_SLOTS)],
                 guard=[deque() for _ in range(_SLOTS)],
                 params=[None] * _SLOTS,
@@ -458,8 +481,8 @@ class RegressionDetector:
         self, agent_id: str, variant: str, observations: Iterable[Observation], now: float
     ) -> list[AlertEvent]:
         """Fix a stream's reference to these observations (the last `reference` of each
-        metric); it no longer rolls. Alerts firing against the old one resolve
-        (`rebaselined`)."""
+        metric, `pass_rate_reference` of the pass rate); it no longer rolls. Alerts firing
+        against the old one resolve (`rebaselined`)."""
         stream, events = self._stream(agent_id, variant, now)
         events.extend(self._resolve_all(stream, now, "rebaselined"))
         stream.fixed = True
@@ -511,7 +534,7 @@ class RegressionDetector:
                 continue  # possibly regressed: keep the reference as it is
             column = stream.reference[slot]
             column.append(leaving)
-            if len(column) == size and (
+            if len(column) >= size and (
                 stream.params[slot] is None or refresh or self._due(stream)
             ):
                 refresh = True
@@ -537,11 +560,12 @@ class RegressionDetector:
         values = list(column)
         if slot == 0:
             n = len(values)
-            # Designed for the upper end of q0's uncertainty (one standard error): a reference
-            # that happened to see few failures must not make ordinary ones look like a drop.
+            # The null is the upper end of q0's uncertainty: a reference that happened to see
+            # few failures must not make ordinary ones look like a drop. The alternative is
+            # the drop from the rate actually seen.
             smoothed = (math.fsum(values) + 0.5) / (n + 1.0)
-            q0 = min(smoothed + math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
-            q1 = min(q0 + cfg.pass_rate_shift, 0.99)
+            q0 = min(smoothed + Q0_MARGIN_SE * math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
+            q1 = min(smoothed + cfg.pass_rate_shift, 0.99)
             fail, ok = bernoulli_llr(q0, q1)
             h = bernoulli_threshold(q0, q1, cfg.pass_rate_arl0)
             raw = math.fsum(values) / n
@@ -605,11 +629,11 @@ class RegressionDetector:
         if c.r > param.h:
             return self._resolve(stream, metric, est, now, "recovered", c=c, param=param)
         thresholds = self.config.thresholds(metric)
-        severity, threshold = _severity(thresholds, est.change, firing.severity)
+        severity, threshold = _severity(thresholds, est.change, firing.severity, est.noise)
         escalated = severity is Severity.CRITICAL and firing.severity is not Severity.CRITICAL
-        moved = severity is not firing.severity or _moved(
-            est.change, firing.last_change, thresholds.warning
-        )
+        # A move compares two noisy estimates: three standard errors, not two.
+        material = max(thresholds.warning, 1.5 * est.noise)
+        moved = severity is not firing.severity or _moved(est.change, firing.last_change, material)
         due = now - firing.last_update >= self.config.update_interval_ms
         if not (escalated or (moved and due)):
             return None
@@ -622,8 +646,10 @@ class RegressionDetector:
         """A step of the CUSUM for a return to the baseline (drift > 0 once recovered)."""
         if metric == PASS_RATE:
             q0 = param.q0
-            # The failure rate since the change point, from the mean LLR step.
-            q1 = _failure_rate(param, c.shift_sum / c.run)
+            # The failure rate since the change point (from the mean LLR step), at most the
+            # design's: a burst of failures that fired the alert early overstates it, and
+            # ordinary regressed traffic would then pass for a recovery.
+            q1 = min(_failure_rate(param, c.shift_sum / c.run), q0 * math.exp(param.llr_fail))
             if q1 <= q0 * 1.01:
                 return math.inf  # no regression left to support
             return math.log(q0 / q1) if value > 0.5 else math.log((1.0 - q0) / (1.0 - q1))
@@ -637,19 +663,23 @@ class RegressionDetector:
         n = min(run, len(recent))
         tail = list(recent)[len(recent) - n :] if n > 0 else list(recent)
         level = math.fsum(tail) / len(tail) if tail else param.center
+        # Two standard errors of the level: a change that moves less is noise, not news.
+        spread = 2.0 / math.sqrt(max(len(tail), 1))
         if metric == PASS_RATE:
             base, cur = 1.0 - param.center, 1.0 - level
-            return _Estimate(base, cur, base - cur)
-        if metric == COST:
-            # Below the offset is rounding of a zero cost: a rise from it is unbounded.
-            base = _cost(param.center)
-            cur = _cost(level)
-            return _Estimate(base, cur, delta_percent(cur, base))
-        if metric == LATENCY_P95:
-            base = param.p95
-            cur = base * math.exp(level - param.center)
-            return _Estimate(base, cur, delta_percent(cur, base))
-        return _Estimate(param.center, level, param.center - level)
+            q = min(max(level, 0.5 / max(len(tail), 1)), 0.5)
+            return _Estimate(base, cur, base - cur, spread * math.sqrt(q * (1.0 - q)))
+        if metric in (COST, LATENCY_P95):
+            if metric == COST:
+                # Below the offset is rounding of a zero cost: a rise from it is unbounded.
+                base, cur = _cost(param.center), _cost(level)
+            else:
+                base = param.p95
+                cur = base * math.exp(level - param.center)
+            change = delta_percent(cur, base)
+            noise = 100.0 * (cur / base) * spread * param.scale if base > 0.0 else 0.0
+            return _Estimate(base, cur, change, noise)
+        return _Estimate(param.center, level, param.center - level, spread * param.scale)
 
     def _resolve(
         self,
@@ -745,14 +775,20 @@ class RegressionDetector:
         return events
 
 
-def _severity(thresholds: Thresholds, change: float, current: Severity) -> tuple[Severity, float]:
-    """The severity of a firing alert: CRITICAL beyond the critical threshold, back to
-    WARNING only half a WARNING threshold below it (no flapping on the boundary)."""
+def _severity(
+    thresholds: Thresholds, change: float, current: Severity, noise: float
+) -> tuple[Severity, float]:
+    """The severity of a firing alert, with a dead band around the critical threshold (no
+    flapping on the boundary): up to CRITICAL beyond it by the estimate's `noise`, back to
+    WARNING only half a WARNING threshold (or `noise`, if more) below it."""
     critical = thresholds.critical
     if critical is None:
         return Severity.WARNING, thresholds.warning
-    keep = current is Severity.CRITICAL and change > critical - thresholds.warning / 2.0
-    if change > critical or keep:
+    if current is Severity.CRITICAL:
+        up = change > critical - max(thresholds.warning / 2.0, noise)
+    else:
+        up = change > critical + noise
+    if up:
         return Severity.CRITICAL, critical
     return Severity.WARNING, thresholds.warning
 
@@ -763,7 +799,8 @@ def _cost(log_cost: float) -> float:
 
 
 def _moved(change: float, last: float, material: float) -> bool:
-    """A move of at least the WARNING threshold and half the last reported change."""
+    """A move of at least `material` (the WARNING threshold, or the estimate's noise if
+    more) and half the last reported change."""
     if math.isinf(change) or math.isinf(last):
         return change != last
     return abs(change - last) >= max(material, abs(last) / 2.0)

@@ -13,8 +13,11 @@ core (the median CPU time of `--repeat` runs after a warm-up):
      `score_episode`, `AlertRules.evaluate`, `episode_passes` (target >= 100,000 episodes/s),
      on steady traffic (5 % of the episodes regressed) and on traffic that all regressed;
   b. the same with a rolling production baseline (`get` + `observe` per episode);
-  c. windowed regression detection (`RegressionDetector.observe`), as microseconds per
-     episode, on a stream that regresses halfway through (its alerts fire and update).
+  c. continuous (CUSUM) regression detection (`RegressionDetector.observe`), as
+     microseconds per episode, on one agent/variant stream whose cost rises 60 % halfway
+     through: nothing is tested during the stream's first 250 scored episodes (the warm-up:
+     a reference of 150 behind a guard of 100), then the cost alert fires and holds.
+     Alerting quality (false firings, delays) is measured by bench/scoring_simulation.py.
 
 `--profile` prints cProfile hot spots of (a) on 50-step episodes.
 """

@@ -166,6 +166,15 @@ def test_pass_rate_drop_fires_and_latency_rise_fires() -> None:
     assert ("firing", LATENCY_P95) in lifecycle(u.events)
 
 
+def test_the_pass_rate_reference_keeps_growing_after_the_warm_up() -> None:
+    t = Traffic(RegressionDetector(), seed=4)
+    t.feed(1400)
+    t.feed(300, fail=0.30)
+    [firing] = [e for e in t.events if e.metric == PASS_RATE and e.state is AlertState.FIRING]
+    assert firing.n_baseline == 1000  # pass_rate_reference; cost and latency keep 150
+    assert firing.baseline_value == pytest.approx(0.95, abs=0.02)
+
+
 def test_warmup_observations_do_not_count_for_the_pass_rate() -> None:
     t = Traffic(RegressionDetector())
     t.feed(WARM + 50, fail=0.0, warmup=True)  # passed for want of a baseline
@@ -258,6 +267,7 @@ def test_rebaselining_resolves_what_fired_against_the_old_baseline() -> None:
         ({"cost_rise_pct": {"warning": 30, "critical": 10}}, "critical"),
         ({"colour": 1}, "colour"),
         ({"cooldown_ms": -1}, "cooldown_ms"),
+        ({"pass_rate_reference": 100}, r"pass_rate_reference \(100\) must be >= reference"),
     ],
 )
 def test_bad_settings_are_named(obj: dict[str, Any], match: str) -> None:
