@@ -92,6 +92,7 @@ async def lookup_episode(
     try:
         await consumer.start()
     except KafkaError as exc:
+        await consumer.stop()
         raise BrokerUnreachableError(
             f"cannot reach Kafka at {bootstrap}: {exc}; pass the right bootstrap servers "
             "with --broker (or EVALSTREAM_BROKER)"

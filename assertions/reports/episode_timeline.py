@@ -222,15 +222,22 @@ def _attach_signals(
 ) -> None:
     """Split the id's signals (arrival order) into instances at each instance's first signal;
     signals before any known first signal start an instance of their own (not yet closed,
-    or closed outside what was read)."""
+    or closed outside what was read), or join a record that names no instance."""
     known_firsts = {i.first_signal for i in instances.values() if i.first_signal}
+    # Records that do not name their instance (a `check` results file) take the signals
+    # that start no known instance, in order.
+    unnamed = [i for i in instances.values() if i.first_signal is None and i.record is not None]
     current: Instance | None = None
     seen: set[str] = set()
     for sig in signals:
         if sig.episode_id != eid:
             continue
         if sig.id in known_firsts or current is None:
-            current = instance(sig.id)
+            if sig.id not in known_firsts and unnamed:
+                current = unnamed.pop(0)
+                current.first_signal, current.key = sig.id, f"{eid}@{sig.id}"
+            else:
+                current = instance(sig.id)
             current.signals = []
             seen = set()
         if sig.id in seen:  # a redelivered duplicate: the evaluators dropped it too

@@ -9,6 +9,7 @@ recording or JSONL; evaluated with --suite as `check` does).
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from typing import Any
 
@@ -133,6 +134,8 @@ def _from_kafka(
     from stream.cli import settings_from  # noqa: PLC0415 - stream.cli imports this module
 
     settings = settings_from(config_file, broker=broker, topic_prefix=topic_prefix)
+    # The command reports an unreachable broker itself, once; aiokafka would log each retry.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         since_ms = parse_time(since)
         until_ms = parse_time(until) if until else None
