@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "stream.commands.evals",  # eval, matrix, compare
     "stream.commands.review",  # review (human grading queue)
     "stream.commands.replay",  # record, replay
+    "stream.commands.episode",  # episode (drill-down of one episode id)
 )
 
 
