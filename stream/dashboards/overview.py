@@ -53,8 +53,9 @@ def build(datasource_uid: str) -> Board:
     )
     b.stat(
         "Alerts firing",
-        "Windowed regression alerts currently firing.",
-        Query("sum(evalstream_regression_alerts_firing)"),
+        "Windowed regression alerts currently firing (0 before any agent is scored: the "
+        "series exist per agent from its first episode).",
+        Query("sum(evalstream_regression_alerts_firing) or vector(0)"),
     )
 
     b.row("Traffic")
