@@ -1,0 +1,98 @@
+"""`evalstream episode ID --broker ...`: a worker evaluated the example episodes; the
+drill-down finds a failing one by reading only its key's partition within the window."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stream.dev_kafka import KafkaBroker
+from tests.kafka.helpers import EXE, Deployment, consume, jsonl_records, produce
+
+pytestmark = pytest.mark.kafka
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review"
+FAILING = "cr-division-by-zero-fail-provider-error"
+
+
+@pytest.fixture
+def deployment(kafka_broker: KafkaBroker, tmp_path: Path) -> Iterator[Deployment]:
+    dep = Deployment(kafka_broker.bootstrap, tmp_path, [str(EXAMPLE / "suite.yaml")], partitions=3)
+    dep.create_topics()
+    yield dep
+    dep.stop_all()
+
+
+def drilldown(dep: Deployment, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALSTREAM_")}
+    return subprocess.run(
+        [str(EXE), "episode", *args, "--broker", dep.bootstrap, "--topic-prefix", dep.prefix],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_drilldown_renders_a_failing_episode_from_the_deployments_topics(
+    deployment: Deployment,
+) -> None:
+    records = jsonl_records(EXAMPLE / "episodes.jsonl")
+    episodes = {key for key, _ in records}
+    deployment.start_worker("w1")
+    asyncio.run(produce(deployment.bootstrap, deployment.topic("signals"), records))
+    closed = asyncio.run(
+        consume(
+            deployment.bootstrap, deployment.topic("episodes"), until=len(episodes), timeout=120
+        )
+    )
+    assert len(closed) == len(episodes), deployment.logs()
+
+    proc = drilldown(deployment, FAILING)
+    assert proc.returncode == 0, proc.stderr
+    signals = [json.loads(v) for k, v in records if k == FAILING.encode()]
+    error = next(s for s in signals if s["name"] == "provider:error")
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"episode {FAILING}: 1 instance(s) in {deployment.bootstrap} (")
+    assert f"== instance 1/1: {FAILING}@{signals[0]['id']}" in lines
+    at = next(
+        i for i, line in enumerate(lines) if f"provider:error [reviewer]  {error['id']}" in line
+    )
+    # the worker decided it at that signal and published it at once: an early verdict
+    assert lines[at + 1].split()[:6] == [
+        "FAIL",
+        "Code",
+        "Review",
+        "Agent",
+        "Eval#4",
+        "agent.completed",
+    ]
+    assert "(early)" in lines[at + 1]
+    shown = [line.split()[1] for line in lines if line.strip().startswith("+")]
+    assert shown == [s["name"] for s in signals]  # the signals partition, in order
+    assert "status failed" in proc.stdout
+
+    as_json = json.loads(drilldown(deployment, FAILING, "--format", "json").stdout)
+    [instance] = as_json["instances"]
+    assert instance["status"] == "failed"
+    assert [v["early"] for v in instance["verdicts"] if v["verdict"] == "fail"] == [True]
+
+    unknown = drilldown(deployment, "cr-no-such-episode")
+    assert unknown.returncode == 2
+    assert "episode 'cr-no-such-episode' not found at" in unknown.stderr
+    assert f"{deployment.topic('episodes')} partition " in unknown.stderr
+    assert "--since" in unknown.stderr
+
+    empty = drilldown(
+        deployment, FAILING, "--since", "2001-01-01T00:00:00Z", "--until", "2001-01-02T00:00:00Z"
+    )
+    assert empty.returncode == 2
+    assert empty.stderr.startswith(
+        "error: nothing in the window 2001-01-01T00:00:00.000Z .. 2001-01-02T00:00:00.000Z:"
+    ), empty.stderr
