@@ -21,12 +21,13 @@ JSON shape (`EpisodeTimeline.to_json`, `evalstream episode --format json`):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from assertions.results import iso_ms
-from assertions.signals import Signal
+from assertions.signals import Signal, parse_timestamp
 
 JSON = Any
 SCORE_DIMENSIONS = ("correctness", "cost", "tool_match", "latency", "safety")
@@ -233,7 +234,10 @@ def _attach_signals(
         if sig.episode_id != eid:
             continue
         if sig.id in known_firsts or current is None:
-            if sig.id not in known_firsts and unnamed:
+            started = _recorded_span(instances.values(), sig.ts)
+            if sig.id not in known_firsts and started is not None:
+                current = started  # the window starts inside this instance
+            elif sig.id not in known_firsts and unnamed:
                 current = unnamed.pop(0)
                 current.first_signal, current.key = sig.id, f"{eid}@{sig.id}"
             else:
@@ -249,7 +253,10 @@ def _attach_signals(
         if inst.signals is None:
             continue
         names = {s.signal.id: s.signal.name for s in inst.signals}
+        # Offsets from the episode's start, also when the window cut its first signals.
         start = inst.signals[0].signal.ts if inst.signals else 0.0
+        with contextlib.suppress(ValueError):  # no record, or no start time in it
+            start = parse_timestamp((inst.record or {}).get("started_at"))
         by_signal: dict[str, list[dict[str, JSON]]] = {}
         for v in inst.verdicts:
             if v.get("decided_at") is not None:
@@ -258,6 +265,20 @@ def _attach_signals(
             s.offset_ms = s.signal.ts - start
             s.parent_name = names.get(s.signal.parent) if s.signal.parent else None
             s.verdicts = by_signal.get(s.signal.id, [])
+
+
+def _recorded_span(instances: Iterable[Instance], ts: float) -> Instance | None:
+    """The recorded instance whose [started_at, ended_at] holds `ts`, if any."""
+    for inst in instances:
+        record = inst.record or {}
+        try:
+            start = parse_timestamp(record.get("started_at"))
+            end = parse_timestamp(record.get("ended_at"))
+        except ValueError:
+            continue
+        if inst.first_signal and start <= ts <= end:
+            return inst
+    return None
 
 
 # --- text -----------------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from assertions.reports.episode_timeline import (
 from assertions.signals import Signal
 
 EID = "ep-1"
+DAY_1 = 1_767_225_600_000.0  # 2026-01-01T00:00:00Z
+DAY_2 = 1_767_312_000_000.0  # 2026-01-02T00:00:00Z
 
 
 def signal(sid: str, name: str, ts: float, parent: str | None = None) -> Signal:
@@ -88,11 +90,11 @@ def reopened() -> EpisodeEvidence:
         verdicts=[verdict("b"), verdict("b")],
         alerts=[ALERT],
         signals=[
-            signal("a", "harness:start", 1000.0),
-            signal("a-2", "tool:call", 1500.0, parent="a"),
-            signal("b", "harness:start", 90_000.0),
-            signal("b-2", "tool:call", 90_250.0, parent="b"),
-            signal("b-2", "tool:call", 90_250.0, parent="b"),  # a redelivery
+            signal("a", "harness:start", DAY_1),
+            signal("a-2", "tool:call", DAY_1 + 500, parent="a"),
+            signal("b", "harness:start", DAY_2),
+            signal("b-2", "tool:call", DAY_2 + 250, parent="b"),
+            signal("b-2", "tool:call", DAY_2 + 250, parent="b"),  # a redelivery
         ],
     )
 
@@ -142,3 +144,21 @@ def test_verdicts_without_an_episode_record_are_an_open_instance() -> None:
     assert (instance.key, instance.status, instance.record) == (f"{EID}@b", "open", None)
     assert [v["verdict"] for v in instance.at_close()] == ["fail"]
     assert "no episode record" in render_text(assemble_timeline(evidence))
+
+
+def test_signals_from_a_window_that_starts_inside_an_instance_join_it() -> None:
+    record = episode("b", "2026-01-02T00:00:00.000Z", "failed")
+    record["ended_at"] = "2026-01-02T00:00:05.000Z"
+    evidence = EpisodeEvidence(
+        EID,
+        "here",
+        episodes=[record],
+        signals=[signal("b-2", "tool:call", DAY_2 + 250, parent="b")],  # "b" is older
+    )
+    [instance] = assemble_timeline(evidence).instances
+    assert instance.key == f"{EID}@b"
+    assert [s.signal.id for s in instance.signals or ()] == ["b-2"]
+    assert instance.signals is not None
+    assert instance.signals[0].parent_name is None  # the parent is outside the window
+    assert instance.signals[0].offset_ms == 250.0  # from the episode's start
+    assert "← ? b" in render_text(assemble_timeline(evidence))
