@@ -205,9 +205,10 @@ def assemble_timeline(evidence: EpisodeEvidence) -> EpisodeTimeline:
         suffix = f"/{alert.get('dimension')}"
         instance(_instance_of(eid, str(alert.get("dedupe_key", "")), suffix)).alerts.append(alert)
     for inst in instances.values():
-        recorded = {a.get("dedupe_key") for a in inst.alerts}
+        # The episode record repeats its alerts (keyed without the instance): one per dimension.
+        published = {a.get("dimension") for a in inst.alerts}
         for alert in (inst.record or {}).get("alerts") or []:
-            if alert.get("dedupe_key") not in recorded:
+            if alert.get("dimension") not in published:
                 inst.alerts.append(alert)
     if evidence.signals is not None:
         _attach_signals(eid, evidence.signals, instances, instance)
@@ -368,6 +369,7 @@ def _render_instance(inst: Instance, n: int, total: int) -> list[str]:
         )
     for alert in inst.alerts:
         out.append(
-            f"   ALERT {alert.get('severity')} {alert.get('dimension')}: {alert.get('message')}"
+            f"   ALERT {str(alert.get('severity')).upper()} {alert.get('dimension')}: "
+            f"{alert.get('message')}"
         )
     return out

@@ -20,9 +20,32 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review"
 FAILING = "cr-division-by-zero-fail-provider-error"
 
 
+# A baseline far faster than the failing episode: its record gets a latency delta and a
+# CRITICAL latency alert, which the drill-down shows.
+BASELINES = {
+    "version": 1,
+    "source": "run:fast",
+    "key_attrs": ["agent_id", "case_id"],
+    "baselines": [
+        {
+            "key": {"agent_id": "code-review-agent", "case_id": "division-by-zero"},
+            "latency_ms": 1000.0,
+            "tool_names": [],
+            "outcome": "success",
+            "step_count": 20,
+            "episodes": 5,
+        }
+    ],
+}
+
+
 @pytest.fixture
 def deployment(kafka_broker: KafkaBroker, tmp_path: Path) -> Iterator[Deployment]:
     dep = Deployment(kafka_broker.bootstrap, tmp_path, [str(EXAMPLE / "suite.yaml")], partitions=3)
+    (tmp_path / "baselines.json").write_text(json.dumps(BASELINES))
+    scoring = tmp_path / "scoring.yaml"
+    scoring.write_text(f"baselines: {{mode: file, file: {tmp_path / 'baselines.json'}}}\n")
+    dep.extra_env["EVALSTREAM_SCORING"] = str(scoring)
     dep.create_topics()
     yield dep
     dep.stop_all()
@@ -78,10 +101,22 @@ def test_the_drilldown_renders_a_failing_episode_from_the_deployments_topics(
     assert shown == [s["name"] for s in signals]  # the signals partition, in order
     assert "status failed" in proc.stdout
 
+    # the scores and alerts of the published record, rendered with the deltas
+    [published] = next(d for d in closed.values() if d[0]["episode_id"] == FAILING)[:1]
+    scores = published["scores"]
+    assert scores["latency_delta_pct"] > 60, scores
+    assert f"scores vs baseline {scores['baseline']}: overall " in proc.stdout
+    assert f"latency Δ {scores['latency_delta_pct']:+.1f}%" in proc.stdout
+    assert proc.stdout.count("ALERT CRITICAL latency: ") == 1, proc.stdout
+
     as_json = json.loads(drilldown(deployment, FAILING, "--format", "json").stdout)
     [instance] = as_json["instances"]
     assert instance["status"] == "failed"
     assert [v["early"] for v in instance["verdicts"] if v["verdict"] == "fail"] == [True]
+    assert instance["scores"] == scores
+    assert [a["dimension"] for a in instance["alerts"]] == [
+        a["dimension"] for a in published["alerts"]
+    ]
 
     unknown = drilldown(deployment, "cr-no-such-episode")
     assert unknown.returncode == 2

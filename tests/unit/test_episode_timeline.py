@@ -74,14 +74,15 @@ ALERT = {
     "dedupe_key": f"{EID}@b/cost",
     "episode_id": EID,
     "dimension": "cost",
-    "severity": "CRITICAL",
+    "severity": "critical",
     "message": "cost rose 50.0% over the baseline (threshold 40%)",
 }
 
 
 def reopened() -> EpisodeEvidence:
     """Two instances of one id; records newest first and repeated (at-least-once)."""
-    second = episode("b", "2026-01-02T00:00:00.000Z", "failed", scores=SCORES, alerts=[ALERT])
+    in_record = {**ALERT, "dedupe_key": f"{EID}/cost"}  # how the episode record keys it
+    second = episode("b", "2026-01-02T00:00:00.000Z", "failed", scores=SCORES, alerts=[in_record])
     first = episode("a", "2026-01-01T00:00:00.000Z", "passed")
     return EpisodeEvidence(
         EID,
