@@ -206,9 +206,9 @@ def assemble_timeline(evidence: EpisodeEvidence) -> EpisodeTimeline:
         instance(_instance_of(eid, str(alert.get("dedupe_key", "")), suffix)).alerts.append(alert)
     for inst in instances.values():
         # The episode record repeats its alerts (keyed without the instance): one per dimension.
-        published = {a.get("dimension") for a in inst.alerts}
+        dimensions = {a.get("dimension") for a in inst.alerts}
         for alert in (inst.record or {}).get("alerts") or []:
-            if alert.get("dimension") not in published:
+            if alert.get("dimension") not in dimensions:
                 inst.alerts.append(alert)
     if evidence.signals is not None:
         _attach_signals(eid, evidence.signals, instances, instance)
