@@ -13,7 +13,7 @@ JSON shape (`EpisodeTimeline.to_json`, `evalstream episode --format json`):
         {"key", "first_signal", "status", "close_reason", "started_at", "ended_at",
          "attrs", "closed": bool,                          # false: no episode record (open?)
          "signals": [{"id", "name", "timestamp", "offset_ms", "seq", "agent", "parent",
-                      "parent_name", "verdicts": [verdict...]}] | null,  # null: none found
+                      "parent_name", "detail", "verdicts": [verdict...]}] | null,
          "verdicts": [{"suite", "index", "rule", "type", "verdict", "message",
                        "decided_at", "decided_at_time", "early"}],
          "scores": {...} | null, "alerts": [{...}]}]}
@@ -51,6 +51,23 @@ class EpisodeEvidence:
         return not (self.episodes or self.verdicts or self.alerts or self.signals)
 
 
+DETAIL_CHARS = 160
+DETAIL_KEYS = ("message", "error", "rule", "reason")  # what explains an error or a violation
+
+
+def signal_detail(signal: Signal) -> str | None:
+    """A short explanation from an error or policy signal's payload (None for the others):
+    what an on-call engineer reads first, without dumping payloads."""
+    if not (signal.name.endswith(":error") or signal.name == "policy:violation"):
+        return None
+    payload = signal.payload if isinstance(signal.payload, dict) else {}
+    parts = [f"{k}={payload[k]}" for k in DETAIL_KEYS if payload.get(k) not in (None, "")]
+    text = "; ".join(parts)
+    if not text:
+        return None
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
 @dataclass
 class TimelineSignal:
     signal: Signal
@@ -69,6 +86,7 @@ class TimelineSignal:
             "agent": s.agent,
             "parent": s.parent,
             "parent_name": self.parent_name,
+            "detail": signal_detail(s),
             "verdicts": self.verdicts,
         }
 
@@ -344,6 +362,8 @@ def _render_instance(inst: Instance, n: int, total: int) -> list[str]:
             out.extend(
                 f"               {_verdict_line(v)}" for v in s.verdicts if v["verdict"] != PASSING
             )
+            if (detail := signal_detail(sig)) is not None:
+                out.append(f"               payload: {detail}")
     else:
         out.append("   signals: not available here (verdicts name their deciding signal)")
     closing = [v for v in inst.at_close() if v["verdict"] != PASSING]
