@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stream.dev_kafka import KafkaBroker
-from tests.kafka.helpers import EXE, Deployment, consume, jsonl_records, produce
+from tests.kafka.helpers import EXE, Deployment, consume, consume_raw, jsonl_records, produce
 
 pytestmark = pytest.mark.kafka
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review"
@@ -117,6 +117,25 @@ def test_the_drilldown_renders_a_failing_episode_from_the_deployments_topics(
     assert [a["dimension"] for a in instance["alerts"]] == [
         a["dimension"] for a in published["alerts"]
     ]
+
+    # The same records dumped to a file (as kcat would) give the same drill-down.
+    dump = deployment.workdir / "records.jsonl"
+    with dump.open("wb") as out:
+        for name in ("episodes", "verdicts", "alerts", "signals"):
+            topic = deployment.topic(name)
+            for value in asyncio.run(
+                consume_raw(deployment.bootstrap, topic, until=10**6, timeout=5)
+            ):
+                out.write(value + b"\n")
+    from_file = subprocess.run(
+        [str(EXE), "episode", FAILING, str(dump), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert from_file.returncode == 0, from_file.stderr
+    assert json.loads(from_file.stdout)["instances"] == as_json["instances"]
 
     unknown = drilldown(deployment, "cr-no-such-episode")
     assert unknown.returncode == 2
