@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +152,61 @@ def test_the_drilldown_renders_a_failing_episode_from_the_deployments_topics(
     assert empty.stderr.startswith(
         "error: nothing in the window 2001-01-01T00:00:00.000Z .. 2001-01-02T00:00:00.000Z:"
     ), empty.stderr
+
+
+@pytest.fixture
+def forgetful(kafka_broker: KafkaBroker, tmp_path: Path) -> Iterator[Deployment]:
+    """A deployment whose worker forgets closed episodes at once (markers pruned), so an id
+    that comes again after a restart opens a second instance."""
+    dep = Deployment(kafka_broker.bootstrap, tmp_path, [str(EXAMPLE / "suite.yaml")], partitions=2)
+    dep.extra_env.update(
+        {
+            "EVALSTREAM_PRUNE_INTERVAL_S": "1",
+            "EVALSTREAM_MARKER_RETENTION_S": "0",
+            "EVALSTREAM_MAX_DURATION_MS": "1000",
+        }
+    )
+    dep.create_topics()
+    yield dep
+    dep.stop_all()
+
+
+def test_every_instance_of_a_reopened_id_is_shown_newest_last(forgetful: Deployment) -> None:
+    dep = forgetful
+    first = [r for r in jsonl_records(EXAMPLE / "episodes.jsonl") if r[0] == FAILING.encode()]
+    again = [
+        (key, json.dumps({**json.loads(value), "id": json.loads(value)["id"] + "-again"}).encode())
+        for key, value in first
+    ]
+    worker = dep.start_worker("w1")
+    asyncio.run(produce(dep.bootstrap, dep.topic("signals"), first))
+    assert len(asyncio.run(consume(dep.bootstrap, dep.topic("episodes"), until=1, timeout=90)))
+    log = dep.workdir / "w1.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not re.search(
+        r"pruned \d+ closed-episode", log.read_text()
+    ):
+        time.sleep(0.5)
+    assert re.search(r"pruned \d+ closed-episode", log.read_text()), dep.logs()
+    worker.terminate()  # the close is forgotten: marker pruned, memory gone with the process
+    worker.wait(timeout=30)
+    dep.start_worker("w2")
+    asyncio.run(produce(dep.bootstrap, dep.topic("signals"), again))
+    both = asyncio.run(consume(dep.bootstrap, dep.topic("episodes"), until=2, timeout=90))
+    assert len(both) == 2, dep.logs()
+
+    proc = drilldown(dep, FAILING, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    instances = json.loads(proc.stdout)["instances"]
+    ids = [json.loads(value)["id"] for _, value in first]
+    assert [i["key"] for i in instances] == [f"{FAILING}@{ids[0]}", f"{FAILING}@{ids[0]}-again"]
+    assert [[s["id"] for s in i["signals"]] for i in instances] == [
+        ids,
+        [f"{sid}-again" for sid in ids],
+    ]
+    assert [i["status"] for i in instances] == ["failed", "failed"]
+    text = drilldown(dep, FAILING).stdout
+    assert text.startswith(f"episode {FAILING}: 2 instance(s) in ")
+    assert text.index(f"== instance 1/2: {FAILING}@{ids[0]}\n") < text.index(
+        f"== instance 2/2: {FAILING}@{ids[0]}-again\n"
+    )
