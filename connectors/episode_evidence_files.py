@@ -30,6 +30,9 @@ from connectors.recording import HEADER_KEY, RecordingReader, decode_message, is
 JSON = Any
 RECORDING_FIELDS = frozenset({"topic", "partition", "offset"})
 OTHER_IDS_SHOWN = 5
+# The worker's close decisions travel in the signals topic under this reserved name: they
+# are not the agent's signals (stream/partition_feed.py).
+CONTROL_SIGNAL = "evalstream:close"
 
 
 def kind_of(obj: dict[str, JSON]) -> str:
@@ -124,7 +127,7 @@ def read_file_evidence(paths: Sequence[str | Path], episode_id: str) -> EpisodeE
                 note_other_id(evidence, found)
             if kind == "signal":
                 any_signal = True
-                if found != episode_id:
+                if found != episode_id or obj.get("name") == CONTROL_SIGNAL:
                     continue
                 try:
                     signals.append(signal_from_obj(obj, episode_id=key))
@@ -151,7 +154,9 @@ def file_signals(paths: Sequence[str | Path]) -> Iterator[Signal | Rejected]:
     event time, as `check` does), with rejects for lines that are not valid signals."""
     for path in paths:
         for where, line, obj, key in _objects(Path(path)):
-            if isinstance(obj, dict) and kind_of(obj) != "signal":
+            if isinstance(obj, dict) and (
+                kind_of(obj) != "signal" or obj.get("name") == CONTROL_SIGNAL
+            ):
                 continue
             raw = obj if isinstance(obj, bytes) else orjson.dumps(obj)
             try:

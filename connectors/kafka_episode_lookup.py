@@ -20,7 +20,7 @@ from assertions.errors import InputError, SignalDecodeError
 from assertions.reports.episode_timeline import EpisodeEvidence
 from assertions.results import iso_ms
 from assertions.signals import Signal, signal_from_obj
-from connectors.episode_evidence_files import OTHER_IDS_SHOWN, note_other_id
+from connectors.episode_evidence_files import CONTROL_SIGNAL, OTHER_IDS_SHOWN, note_other_id
 from connectors.kafka_partitions import key_partition_lookup
 
 JSON = Any
@@ -184,6 +184,8 @@ def _collect(evidence: EpisodeEvidence, kind: str, value: bytes, episode_id: str
     if not isinstance(obj, dict):
         return False
     if kind == "signals":
+        if obj.get("name") == CONTROL_SIGNAL:
+            return False
         try:
             signal: Signal = signal_from_obj(obj, episode_id=episode_id)
         except SignalDecodeError:

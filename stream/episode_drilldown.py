@@ -24,8 +24,6 @@ from connectors.kafka_episode_lookup import KafkaLookup, lookup_episode, window_
 from stream.offline import evaluate_signals
 from stream.settings import WorkerSettings
 
-JSON = object
-
 
 class EpisodeNotFoundError(InputError):
     """No record and no signal of the id where it was looked for."""

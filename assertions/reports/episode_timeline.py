@@ -13,7 +13,7 @@ JSON shape (`EpisodeTimeline.to_json`, `evalstream episode --format json`):
         {"key", "first_signal", "status", "close_reason", "started_at", "ended_at",
          "attrs", "closed": bool,                          # false: no episode record (open?)
          "signals": [{"id", "name", "timestamp", "offset_ms", "seq", "agent", "parent",
-                      "parent_name", "verdicts": [verdict...]}] | null,  # null: none found
+                      "parent_name", "detail", "verdicts": [verdict...]}] | null,
          "verdicts": [{"suite", "index", "rule", "type", "verdict", "message",
                        "decided_at", "decided_at_time", "early"}],
          "scores": {...} | null, "alerts": [{...}]}]}
@@ -21,12 +21,13 @@ JSON shape (`EpisodeTimeline.to_json`, `evalstream episode --format json`):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from assertions.results import iso_ms
-from assertions.signals import Signal
+from assertions.signals import Signal, parse_timestamp
 
 JSON = Any
 SCORE_DIMENSIONS = ("correctness", "cost", "tool_match", "latency", "safety")
@@ -50,6 +51,23 @@ class EpisodeEvidence:
         return not (self.episodes or self.verdicts or self.alerts or self.signals)
 
 
+DETAIL_CHARS = 160
+DETAIL_KEYS = ("message", "error", "rule", "reason")  # what explains an error or a violation
+
+
+def signal_detail(signal: Signal) -> str | None:
+    """A short explanation from an error or policy signal's payload (None for the others):
+    what an on-call engineer reads first, without dumping payloads."""
+    if not (signal.name.endswith(":error") or signal.name == "policy:violation"):
+        return None
+    payload = signal.payload if isinstance(signal.payload, dict) else {}
+    parts = [f"{k}={payload[k]}" for k in DETAIL_KEYS if payload.get(k) not in (None, "")]
+    text = "; ".join(parts)
+    if not text:
+        return None
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
 @dataclass
 class TimelineSignal:
     signal: Signal
@@ -68,6 +86,7 @@ class TimelineSignal:
             "agent": s.agent,
             "parent": s.parent,
             "parent_name": self.parent_name,
+            "detail": signal_detail(s),
             "verdicts": self.verdicts,
         }
 
@@ -204,9 +223,10 @@ def assemble_timeline(evidence: EpisodeEvidence) -> EpisodeTimeline:
         suffix = f"/{alert.get('dimension')}"
         instance(_instance_of(eid, str(alert.get("dedupe_key", "")), suffix)).alerts.append(alert)
     for inst in instances.values():
-        recorded = {a.get("dedupe_key") for a in inst.alerts}
+        # The episode record repeats its alerts (keyed without the instance): one per dimension.
+        dimensions = {a.get("dimension") for a in inst.alerts}
         for alert in (inst.record or {}).get("alerts") or []:
-            if alert.get("dedupe_key") not in recorded:
+            if alert.get("dimension") not in dimensions:
                 inst.alerts.append(alert)
     if evidence.signals is not None:
         _attach_signals(eid, evidence.signals, instances, instance)
@@ -233,7 +253,10 @@ def _attach_signals(
         if sig.episode_id != eid:
             continue
         if sig.id in known_firsts or current is None:
-            if sig.id not in known_firsts and unnamed:
+            started = _recorded_span(instances.values(), sig.ts)
+            if sig.id not in known_firsts and started is not None:
+                current = started  # the window starts inside this instance
+            elif sig.id not in known_firsts and unnamed:
                 current = unnamed.pop(0)
                 current.first_signal, current.key = sig.id, f"{eid}@{sig.id}"
             else:
@@ -249,7 +272,10 @@ def _attach_signals(
         if inst.signals is None:
             continue
         names = {s.signal.id: s.signal.name for s in inst.signals}
+        # Offsets from the episode's start, also when the window cut its first signals.
         start = inst.signals[0].signal.ts if inst.signals else 0.0
+        with contextlib.suppress(ValueError):  # no record, or no start time in it
+            start = parse_timestamp((inst.record or {}).get("started_at"))
         by_signal: dict[str, list[dict[str, JSON]]] = {}
         for v in inst.verdicts:
             if v.get("decided_at") is not None:
@@ -258,6 +284,20 @@ def _attach_signals(
             s.offset_ms = s.signal.ts - start
             s.parent_name = names.get(s.signal.parent) if s.signal.parent else None
             s.verdicts = by_signal.get(s.signal.id, [])
+
+
+def _recorded_span(instances: Iterable[Instance], ts: float) -> Instance | None:
+    """The recorded instance whose [started_at, ended_at] holds `ts`, if any."""
+    for inst in instances:
+        record = inst.record or {}
+        try:
+            start = parse_timestamp(record.get("started_at"))
+            end = parse_timestamp(record.get("ended_at"))
+        except ValueError:
+            continue
+        if inst.first_signal and start <= ts <= end:
+            return inst
+    return None
 
 
 # --- text -----------------------------------------------------------------------------------
@@ -322,6 +362,8 @@ def _render_instance(inst: Instance, n: int, total: int) -> list[str]:
             out.extend(
                 f"               {_verdict_line(v)}" for v in s.verdicts if v["verdict"] != PASSING
             )
+            if (detail := signal_detail(sig)) is not None:
+                out.append(f"               payload: {detail}")
     else:
         out.append("   signals: not available here (verdicts name their deciding signal)")
     closing = [v for v in inst.at_close() if v["verdict"] != PASSING]
@@ -347,6 +389,7 @@ def _render_instance(inst: Instance, n: int, total: int) -> list[str]:
         )
     for alert in inst.alerts:
         out.append(
-            f"   ALERT {alert.get('severity')} {alert.get('dimension')}: {alert.get('message')}"
+            f"   ALERT {str(alert.get('severity')).upper()} {alert.get('dimension')}: "
+            f"{alert.get('message')}"
         )
     return out

@@ -76,6 +76,11 @@ def episode(
     newest last. Exit 0 when found, 2 when not (the message says where it looked)."""
     if files:
         evidence = _from_files(episode_id, files, evaluation)
+    elif evaluation["suites"]:
+        raise UserError(
+            "--suite evaluates FILES of signals; on Kafka the worker's own verdicts are read: "
+            "drop --suite, or pass the recording to evaluate"
+        )
     else:
         evidence = _from_kafka(
             episode_id,

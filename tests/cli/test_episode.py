@@ -56,6 +56,7 @@ def test_a_failed_assertion_is_shown_next_to_the_signal_that_decided_it(
         "to",
         "reviewer",
     ]
+    assert lines[at + 2].split() == ["payload:", "error=overloaded_error:", "Overloaded"]
     # every signal is on the timeline, in order, with its causal parent by name and id
     shown = [line.split()[1] for line in lines if line.strip().startswith("+")]
     assert shown == [s["name"] for s in signals_of(PROVIDER_ERROR)]
@@ -116,6 +117,8 @@ def test_json_output_has_the_documented_shape(evalstream: Run) -> None:
     assert verdict["decided_at"] == decided[0]["id"]
     assert verdict["decided_at_time"] == decided[0]["timestamp"]
     assert decided[0]["parent_name"] == "provider:start"
+    assert decided[0]["detail"] == "error=overloaded_error: Overloaded"
+    assert [s["detail"] for s in instance["signals"]].count(None) == len(instance["signals"]) - 1
     assert len(instance["verdicts"]) == 5
 
 
