@@ -32,6 +32,7 @@ from assertions.suites import Suite, load_suite
 from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
+from stream.console_output import output_console
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.judge import judge_from
@@ -252,6 +253,13 @@ def check(
     help="Also serve the HTTP gateway here, feeding this runtime (0 = off; "
     "EVALSTREAM_GATEWAY_* settings apply, no token needed unless tokens are configured).",
 )
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Also write the episode and verdict records (the worker's topics) as JSON lines "
+    "here; `-` is stdout, and the console output then goes to stderr.",
+)
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
@@ -262,6 +270,7 @@ def up(
     topic_prefix: str,
     scoring: str | None,
     gateway_port: int,
+    out: str | None,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
@@ -275,6 +284,11 @@ def up(
     except InputError as exc:
         raise UserError(str(exc)) from exc
     if kafka:
+        if out is not None:
+            raise UserError(
+                "--out writes the embedded runtime's records; with --kafka the worker "
+                "publishes them to its topics: copy those with `evalstream record`"
+            )
         up_on_kafka(
             kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host, scoring
         )
@@ -289,7 +303,7 @@ def up(
                 f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc}; "
                 "pass --metrics-port 0 or another port"
             ) from exc
-    console = Console()
+    console = output_console(stderr=out == "-")  # `--out -`: stdout holds only records
     try:
         run = asyncio.run(
             run_embedded(
@@ -304,6 +318,7 @@ def up(
                 scoring=scoring_settings,
                 gateway=gateway,
                 stop_on_signals=True,
+                out=out,
             )
         )
     except InputError as exc:

@@ -1,0 +1,84 @@
+"""`evalstream up --out`: the episode and verdict records as JSON lines, the very records the
+Kafka worker's pipeline publishes for the same input."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from assertions.suites import load_suite
+from stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
+from tests.cli.conftest import REPO, Run
+
+EXAMPLE = REPO / "examples" / "code-review"
+UP = ("up", "--suite", str(EXAMPLE / "suite.yaml"), "--metrics-port", "0")
+JSON = Any
+
+
+def worker_records(recording: Path) -> list[dict[str, JSON]]:
+    """What the worker's pipeline publishes to the verdicts and episodes topics for the
+    recording's signals, keyed by episode id as on the signals topic; each with `stream`."""
+    sink = MemorySink()
+    pipeline = Pipeline([load_suite(EXAMPLE / "suite.yaml")], sink, require_key=True)
+
+    async def feed() -> None:
+        lines = recording.read_bytes().splitlines()
+        for offset, line in enumerate(lines):
+            key = orjson.loads(line)["episode_id"].encode()
+            await pipeline.handle(Envelope("evalstream.signals", line, key, 0, offset))
+        await pipeline.drain()
+
+    asyncio.run(feed())
+    return [
+        {"stream": stream, **record}
+        for stream in (VERDICTS, EPISODES)
+        for _, record in sink.records[stream]
+    ]
+
+
+def by_dedupe_key(records: list[dict[str, JSON]]) -> dict[str, dict[str, JSON]]:
+    keyed = {r["dedupe_key"]: r for r in records}
+    assert len(keyed) == len(records), "a record was written twice"
+    return keyed
+
+
+def test_out_file_holds_the_records_the_worker_publishes(evalstream: Run, tmp_path: Path) -> None:
+    out = tmp_path / "records.jsonl"
+    done = evalstream(*UP, "--out", str(out), str(EXAMPLE / "episodes.jsonl"))
+    assert done.returncode == 1, done.stderr  # the example holds failing episodes on purpose
+    written = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    expected = worker_records(EXAMPLE / "episodes.jsonl")
+    assert {r["stream"] for r in written} == {"verdicts", "episodes"}
+    assert by_dedupe_key(written) == by_dedupe_key(expected)
+    # The console still prints its lines and summary on stdout.
+    assert "4 failed" in done.stdout
+
+
+def test_out_dash_writes_only_json_lines_to_stdout(evalstream: Run) -> None:
+    done = evalstream(*UP, "--out", "-", str(EXAMPLE / "episodes.jsonl"))
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    records = [orjson.loads(line) for line in lines]  # every line parses alone
+    episodes = [r for r in records if r["stream"] == "episodes"]
+    assert len(episodes) == 15
+    assert sum(1 for r in records if r["stream"] == "verdicts") == len(records) - 15
+    # The console output moved to stderr.
+    assert "11 passed, 4 failed" in done.stderr
+    assert "cr-sql-injection-fail-missed (sql-injection) failed" in done.stderr
+
+
+def test_out_with_kafka_is_refused_with_the_alternative(evalstream: Run) -> None:
+    done = evalstream(*UP, "--kafka", "localhost:1", "--out", "-", str(EXAMPLE / "episodes.jsonl"))
+    assert done.returncode == 2
+    assert "evalstream record" in done.stderr
+
+
+def test_an_unwritable_out_file_is_an_input_error(evalstream: Run, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir" / "records.jsonl"
+    done = evalstream(*UP, "--out", str(missing), str(EXAMPLE / "episodes.jsonl"))
+    assert done.returncode == 2
+    assert f"cannot write the records to {missing}" in done.stderr
+    assert "Traceback" not in done.stderr
