@@ -38,6 +38,7 @@ class JsonlRecords:
         self.inner = inner
         self.handle = handle
         self.owns_handle = owns_handle
+        self.to_stdout = not owns_handle
         self.reader_gone = False  # the pipe's reader exited (`| head`): records are dropped
 
     @classmethod

@@ -3,46 +3,16 @@ Kafka worker's pipeline publishes for the same input."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from assertions.suites import load_suite
-from stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 from tests.cli.conftest import REPO, Run
+from tests.support.worker_records import by_dedupe_key, worker_records
 
 EXAMPLE = REPO / "examples" / "code-review"
 UP = ("up", "--suite", str(EXAMPLE / "suite.yaml"), "--metrics-port", "0")
-JSON = Any
-
-
-def worker_records(recording: Path) -> list[dict[str, JSON]]:
-    """What the worker's pipeline publishes to the verdicts and episodes topics for the
-    recording's signals, keyed by episode id as on the signals topic; each with `stream`."""
-    sink = MemorySink()
-    pipeline = Pipeline([load_suite(EXAMPLE / "suite.yaml")], sink, require_key=True)
-
-    async def feed() -> None:
-        lines = recording.read_bytes().splitlines()
-        for offset, line in enumerate(lines):
-            key = orjson.loads(line)["episode_id"].encode()
-            await pipeline.handle(Envelope("evalstream.signals", line, key, 0, offset))
-        await pipeline.drain()
-
-    asyncio.run(feed())
-    return [
-        {"stream": stream, **record}
-        for stream in (VERDICTS, EPISODES)
-        for _, record in sink.records[stream]
-    ]
-
-
-def by_dedupe_key(records: list[dict[str, JSON]]) -> dict[str, dict[str, JSON]]:
-    keyed = {r["dedupe_key"]: r for r in records}
-    assert len(keyed) == len(records), "a record was written twice"
-    return keyed
 
 
 def test_out_file_holds_the_records_the_worker_publishes(evalstream: Run, tmp_path: Path) -> None:
@@ -50,7 +20,7 @@ def test_out_file_holds_the_records_the_worker_publishes(evalstream: Run, tmp_pa
     done = evalstream(*UP, "--out", str(out), str(EXAMPLE / "episodes.jsonl"))
     assert done.returncode == 1, done.stderr  # the example holds failing episodes on purpose
     written = [orjson.loads(line) for line in out.read_bytes().splitlines()]
-    expected = worker_records(EXAMPLE / "episodes.jsonl")
+    expected = worker_records(EXAMPLE / "episodes.jsonl", [load_suite(EXAMPLE / "suite.yaml")])
     assert {r["stream"] for r in written} == {"verdicts", "episodes"}
     assert by_dedupe_key(written) == by_dedupe_key(expected)
     # The console still prints its lines and summary on stdout.
