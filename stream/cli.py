@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 from aiokafka.errors import KafkaError
-from rich.console import Console
 
 from assertions.assembly import CloseRules
 from assertions.errors import InputError
@@ -198,10 +197,10 @@ def check(
     except InputError as exc:
         raise UserError(str(exc)) from exc
     if fmt == "table" and out is None:
-        print_table(report, Console())
+        print_table(report, output_console())
     elif fmt == "table":
         with open(out or "", "w", encoding="utf-8") as handle:
-            print_table(report, Console(file=handle, width=140, no_color=True))
+            print_table(report, output_console(file=handle, no_color=True))
     else:
         text = {"json": render_json, "markdown": render_markdown, "junit": render_junit}[fmt](
             report
