@@ -45,6 +45,7 @@ from stream.settings import (
     load_settings,
 )
 from stream.table import print_table
+from stream.warning_display import show_warnings_plainly
 
 FORMATS = ("table", "json", "markdown", "junit")
 JUDGE_HELP = (
@@ -67,6 +68,7 @@ class UserError(click.ClickException):
 @click.version_option(package_name="evalstream")
 def cli() -> None:
     """Continuous evaluation of AI agents from the signals they emit."""
+    show_warnings_plainly()
 
 
 def common_options(func: Callable[..., None]) -> Callable[..., None]:
