@@ -101,3 +101,14 @@ def test_the_command_line_prints_the_warning_as_one_located_line(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert f"warning: {path}:8:23: cases[0].tags[1]: unquoted null" in done.stderr
     assert "SuiteWarning" not in done.stderr  # not Python's own warning display
+
+
+def test_the_spec_debugging_example_as_written_equals_the_quoted_one(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "debugging" / "suite.yaml"
+    quoted = example.read_text(encoding="utf-8")
+    assert 'tags: [debugging, "null"]' in quoted
+    verbatim = tmp_path / "suite.yaml"
+    verbatim.write_text(quoted.replace('[debugging, "null"]', "[debugging, null]"), "utf-8")
+    with pytest.warns(SuiteWarning, match=r"suite\.yaml:17:23: cases\[0\]\.tags\[1\]"):
+        as_written = load_suite(verbatim)
+    assert as_written.model_dump() == load_suite(example).model_dump()
