@@ -3,6 +3,8 @@ Kafka worker's pipeline publishes for the same input."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -52,3 +54,24 @@ def test_an_unwritable_out_file_is_an_input_error(evalstream: Run, tmp_path: Pat
     assert done.returncode == 2
     assert f"cannot write the records to {missing}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_reader_that_stops_early_does_not_break_the_run() -> None:
+    """`up --out - | head`: the records after the reader left are dropped; the run ends as
+    usual, with its summary on stderr and no traceback."""
+    exe = Path(sys.executable).parent / "evalstream"
+    with subprocess.Popen(
+        [str(exe), *UP, "--out", "-", str(EXAMPLE / "episodes.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        proc.stdout.close()  # as `head` exits; before the first record: every write fails
+        stderr = proc.stderr.read().decode()
+        returncode = proc.wait(timeout=120)
+    assert returncode == 1, stderr  # the example's failing episodes, as without a reader
+    assert "11 passed, 4 failed" in stderr
+    assert "Traceback" not in stderr
+    assert "BrokenPipeError" not in stderr
