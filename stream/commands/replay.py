@@ -344,7 +344,8 @@ def replay_command(
     else:
         if not evaluation["suites"]:
             raise _user_error(f"--into {into} evaluates: pass --suite FILE (repeatable)")
-        records_out, out = (out, None) if into == "embedded" else (None, out)
+        report_out = None if out == STDOUT else out  # check: `-` is stdout, the default
+        records_out, out = (out, None) if into == "embedded" else (None, report_out)
         target, records = _pipeline_target(
             into, evaluation, metrics_port, metrics_host, records_out
         )

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 from assertions.suites import load_suite
-from tests.replay.helpers import cli
+from tests.replay.helpers import REPO, cli
 from tests.replay.test_replay_offline import EXAMPLE, recording_of_example
 from tests.support.worker_records import by_dedupe_key, worker_records
 
@@ -43,3 +43,14 @@ def test_out_file_takes_the_records_and_stdout_keeps_the_console(tmp_path: Path)
     assert len(episodes) == 15
     assert all(e["episode_id"].startswith("again-") for e in episodes)
     assert "11 passed, 4 failed" in proc.stdout
+
+
+def test_into_check_out_dash_is_the_report_on_stdout(tmp_path: Path) -> None:
+    recording = tmp_path / "rec.jsonl"
+    recording_of_example(recording)
+    proc = cli(
+        "replay", "--suite", str(EXAMPLE / "suite.yaml"), "-f", "json", "--out", "-", str(recording)
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert orjson.loads(proc.stdout)["summary"]["failed"] == 4
+    assert not (REPO / "-").exists()  # not a file named `-`
