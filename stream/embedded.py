@@ -267,9 +267,9 @@ async def run_embedded(
                     await serving
             await _cancel(tick, producer)
             await pipeline.drain()
-            _finish_output(console_sink, records)
             if alert_sinks is not None:
                 await alert_sinks.close()  # delivers what is queued, within its drain timeout
+            _finish_output(console_sink, records)  # raises when the records could not be written
     return run
 
 

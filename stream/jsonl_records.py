@@ -34,12 +34,18 @@ class JsonlRecords:
     """A sink that writes episode and verdict records as JSON lines, then hands every record
     (dead letters and alerts too) to `inner`, which prints them."""
 
-    def __init__(self, inner: Sink, handle: IO[bytes], *, owns_handle: bool) -> None:
+    def __init__(
+        self, inner: Sink, handle: IO[bytes], *, owns_handle: bool, path: str = STDOUT
+    ) -> None:
         self.inner = inner
         self.handle = handle
         self.owns_handle = owns_handle
+        self.path = path
         self.to_stdout = not owns_handle
         self.reader_gone = False  # the pipe's reader exited (`| head`): records are dropped
+        # A failed write (a full disk): the run goes on, close() reports it and the loss.
+        self.write_error: OSError | None = None
+        self.unwritten = 0
 
     @classmethod
     def open(cls, path: str, inner: Sink) -> JsonlRecords:
@@ -53,15 +59,21 @@ class JsonlRecords:
                 f"cannot write the records to {path}: {exc.strerror or exc}; "
                 "pass a writable file or `-` for standard output"
             ) from exc
-        return cls(inner, handle, owns_handle=True)
+        return cls(inner, handle, owns_handle=True, path=path)
 
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None:
         if stream in WRITTEN_STREAMS and not self.reader_gone:
-            try:
-                self.handle.write(record_line(stream, record))
-                self.handle.flush()
-            except BrokenPipeError:
-                self._drop_the_rest()
+            if self.write_error is not None:
+                self.unwritten += 1
+            else:
+                try:
+                    self.handle.write(record_line(stream, record))
+                    self.handle.flush()
+                except BrokenPipeError:
+                    self._drop_the_rest()
+                except OSError as exc:
+                    self.write_error = exc
+                    self.unwritten += 1
         await self.inner.publish(stream, key, record)
 
     def _drop_the_rest(self) -> None:
@@ -74,10 +86,19 @@ class JsonlRecords:
         os.close(devnull)
 
     def close(self) -> None:
-        if self.owns_handle:
-            self.handle.close()
-        elif not self.reader_gone:
-            try:
+        """Closes the file; raises InputError when a write failed (naming the records lost)."""
+        try:
+            if self.owns_handle:
+                self.handle.close()
+            elif not self.reader_gone:
                 self.handle.flush()
-            except BrokenPipeError:
-                self._drop_the_rest()
+        except BrokenPipeError:
+            self._drop_the_rest()
+        except OSError as exc:
+            self.write_error = self.write_error or exc
+        if self.write_error is not None:
+            exc = self.write_error
+            raise InputError(
+                f"cannot write the records to {self.path}: {exc.strerror or exc}; "
+                f"{self.unwritten} records were not written (the results above are complete)"
+            ) from exc

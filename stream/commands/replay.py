@@ -367,8 +367,7 @@ def replay_command(
     except KafkaError as exc:
         raise _user_error(f"Kafka error: {exc}") from exc
     finally:
-        if records is not None:
-            records.close()
+        _close_records(records)
     stopped = " (stopped by signal)" if summary.interrupted else ""
     where = f"topic {to_topic}" if into == "topic" else into
     click.echo(f"replayed {summary.sent} messages into {where}{stopped}", err=True)
@@ -381,6 +380,16 @@ def replay_command(
         if (empty := report.nothing_evaluated()) and not allow_empty:
             click.echo(f"error: {empty}", err=True)
         sys.exit(report.exit_code(allow_empty=allow_empty))
+
+
+def _close_records(records: JsonlRecords | None) -> None:
+    """Closes the `--out` records; a failed write becomes the user's error."""
+    if records is None:
+        return
+    try:
+        records.close()
+    except InputError as exc:
+        raise _user_error(str(exc)) from exc
 
 
 def _pipeline_target(

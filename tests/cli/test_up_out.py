@@ -75,3 +75,15 @@ def test_a_reader_that_stops_early_does_not_break_the_run() -> None:
     assert "11 passed, 4 failed" in stderr
     assert "Traceback" not in stderr
     assert "BrokenPipeError" not in stderr
+
+
+def test_a_failed_write_is_reported_with_the_records_lost(evalstream: Run) -> None:
+    done = evalstream(*UP, "--out", "/dev/full", str(EXAMPLE / "episodes.jsonl"))
+    assert done.returncode == 2
+    lost = len(worker_records(EXAMPLE / "episodes.jsonl", [load_suite(EXAMPLE / "suite.yaml")]))
+    assert (
+        "error: cannot write the records to /dev/full: No space left on device; "
+        f"{lost} records were not written"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "cr-sql-injection-fail-missed (sql-injection) failed" in done.stdout
