@@ -11,6 +11,9 @@
     │                               answered HTTP 5xx, wrote bad signals); the sample errors
     └── KafkaLauncherError          (stream.dev_kafka) the dev/test broker could not start
 
+Warnings (Python `warnings`, not raised): SuiteWarning (UserWarning), a suite that loads
+but likely not as its author meant; the message carries file:line:column and the fix.
+
 Control flow is not an error: a duplicate or late signal is a return status, not an exception.
 """
 
@@ -57,13 +60,28 @@ class SuiteError(InputError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        where = self.file or "<suite>"
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
-        field = f" {self.path}:" if self.path else ""
-        return f"{where}:{field} {self.message}"
+        return located(self.message, self.file, self.line, self.column, self.path)
+
+
+def located(
+    message: str,
+    file: str | None,
+    line: int | None = None,
+    column: int | None = None,
+    path: str | None = None,
+) -> str:
+    """`file:line:column: path: message`, the form of every suite error and warning."""
+    where = file or "<suite>"
+    if line is not None:
+        where += f":{line}"
+        if column is not None:
+            where += f":{column}"
+    field = f" {path}:" if path else ""
+    return f"{where}:{field} {message}"
+
+
+class SuiteWarning(UserWarning):
+    """A suite loaded with a guess the author should confirm (e.g. an unquoted `null`)."""
 
 
 class PricingError(InputError):

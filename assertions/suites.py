@@ -13,6 +13,7 @@ suite selects says why (`SuiteSet.unselected_reason`).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
 from assertions.engine import Plan, PlannedAssertion
-from assertions.errors import SuiteError
+from assertions.errors import SuiteError, SuiteWarning, located
 from assertions.kinds.base import CompileContext
 from assertions.patterns import compile_pattern
 from assertions.registry import AssertionParseError, parse_assertion
@@ -152,6 +153,7 @@ def parse_suite(data: JSON, filename: str, positions: PositionMap | None = None)
     except AssertionParseError as exc:
         is_key = "unknown field" in exc.message
         raise fail(exc.loc, exc.message, key=is_key) from exc
+    _read_string_list_nulls_as_written(data, filename, positions)
     try:
         suite = Suite.model_validate({**data, "source": filename})
     except ValidationError as exc:
@@ -170,6 +172,50 @@ def parse_suite(data: JSON, filename: str, positions: PositionMap | None = None)
         shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
         raise fail(loc, f"{message}{shown}") from exc
     return suite
+
+
+def _read_string_list_nulls_as_written(
+    data: dict[str, JSON], filename: str, positions: PositionMap
+) -> None:
+    """In the suite's lists of strings (a case's `tags`, a `match:` value), an unquoted
+    `null` (`~`, `NULL`) is a word the author wrote, e.g. `tags: [debugging, null]`, not a
+    missing value: it is read as written, with a warning saying to quote it. Rebuilds the
+    lists in `data` (a copy) and never touches the caller's."""
+    match = data.get("match")
+    if isinstance(match, dict):
+        data["match"] = {
+            key: _strings(value, ("match", key), filename, positions)
+            if isinstance(value, list)
+            else value
+            for key, value in match.items()
+        }
+    cases = data.get("cases")
+    if isinstance(cases, list):
+        data["cases"] = [
+            {**case, "tags": _strings(case["tags"], ("cases", ci, "tags"), filename, positions)}
+            if isinstance(case, dict) and isinstance(case.get("tags"), list)
+            else case
+            for ci, case in enumerate(cases)
+        ]
+
+
+def _strings(items: list[JSON], loc: Loc, filename: str, positions: PositionMap) -> list[JSON]:
+    out = []
+    for i, item in enumerate(items):
+        spelled = positions.nulls.get((*loc, i)) if item is None else None
+        if spelled:  # an empty item ("") stays None: validation names it
+            line, column = positions.find((*loc, i)) or (None, None)
+            message = (
+                f"unquoted {spelled} read as the string {spelled!r} (YAML reads it as no "
+                f'value); quote it ("{spelled}") to say so and silence this warning'
+            )
+            path = render_loc((*loc, i))
+            # stacklevel 1: the message carries the suite file's own location
+            warnings.warn(
+                located(message, filename, line, column, path), SuiteWarning, stacklevel=1
+            )
+        out.append(spelled or item)
+    return out
 
 
 def _model_for(loc: Loc) -> type[BaseModel]:

@@ -20,6 +20,9 @@ class PositionMap:
     def __init__(self) -> None:
         self.values: dict[Loc, Position] = {}
         self.keys: dict[Loc, Position] = {}
+        # How each null value was spelled (`null`, `~`, `NULL`; "" for nothing): a string
+        # field can read it back as written (assertions.suites).
+        self.nulls: dict[Loc, str] = {}
 
     def find(self, loc: Loc, *, key: bool = False) -> Position | None:
         """The position of `loc` (its key when `key`), else of its nearest known parent."""
@@ -85,7 +88,10 @@ def _build(
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, item, (*loc, i), pos, filename) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    value = loader.construct_object(node, deep=True)
+    if value is None and isinstance(node, yaml.ScalarNode):
+        pos.nulls[loc] = node.value
+    return value
 
 
 def render_loc(loc: Loc) -> str:

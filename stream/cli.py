@@ -18,7 +18,6 @@ from typing import Any
 
 import click
 from aiokafka.errors import KafkaError
-from rich.console import Console
 
 from assertions.assembly import CloseRules
 from assertions.errors import InputError
@@ -33,6 +32,7 @@ from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
 from stream.commands.user_error import UserError
+from stream.console_output import output_console
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.judge import judge_from
@@ -46,6 +46,7 @@ from stream.settings import (
     load_settings,
 )
 from stream.table import print_table
+from stream.warning_display import show_warnings_plainly
 
 FORMATS = ("table", "json", "markdown", "junit")
 JUDGE_HELP = (
@@ -59,6 +60,7 @@ ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a li
 @click.version_option(package_name="evalstream")
 def cli() -> None:
     """Continuous evaluation of AI agents from the signals they emit."""
+    show_warnings_plainly()
 
 
 def common_options(func: Callable[..., None]) -> Callable[..., None]:
@@ -189,10 +191,10 @@ def check(
     except InputError as exc:
         raise UserError(str(exc)) from exc
     if fmt == "table" and out is None:
-        print_table(report, Console())
+        print_table(report, output_console())
     elif fmt == "table":
         with open(out or "", "w", encoding="utf-8") as handle:
-            print_table(report, Console(file=handle, width=140, no_color=True))
+            print_table(report, output_console(file=handle, no_color=True))
     else:
         text = {"json": render_json, "markdown": render_markdown, "junit": render_junit}[fmt](
             report
@@ -244,6 +246,13 @@ def check(
     help="Also serve the HTTP gateway here, feeding this runtime (0 = off; "
     "EVALSTREAM_GATEWAY_* settings apply, no token needed unless tokens are configured).",
 )
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Also write the episode and verdict records (the worker's topics) as JSON lines "
+    "here; `-` is stdout, and the console output then goes to stderr.",
+)
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
@@ -254,6 +263,7 @@ def up(
     topic_prefix: str,
     scoring: str | None,
     gateway_port: int,
+    out: str | None,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
@@ -267,6 +277,11 @@ def up(
     except InputError as exc:
         raise UserError(str(exc)) from exc
     if kafka:
+        if out is not None:
+            raise UserError(
+                "--out writes the embedded runtime's records; with --kafka the worker "
+                "publishes them to its topics: copy those with `evalstream record`"
+            )
         up_on_kafka(
             kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host, scoring
         )
@@ -281,7 +296,7 @@ def up(
                 f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc}; "
                 "pass --metrics-port 0 or another port"
             ) from exc
-    console = Console()
+    console = output_console(stderr=out == "-")  # `--out -`: stdout holds only records
     try:
         run = asyncio.run(
             run_embedded(
@@ -296,6 +311,7 @@ def up(
                 scoring=scoring_settings,
                 gateway=gateway,
                 stop_on_signals=True,
+                out=out,
             )
         )
     except InputError as exc:

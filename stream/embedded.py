@@ -1,8 +1,9 @@
 """The embedded runtime (`evalstream up`): the pipeline on in-process queues, no Kafka.
 
 Sources are JSONL files, standard input (`-`) or files followed as they grow (`--follow`).
-Verdicts and closed episodes are printed live; `/metrics` is served for Prometheus. Finite
-files are replayed in event time, so the results equal `evalstream check` on the same input.
+Verdicts and closed episodes are printed live (and, with `out`, written as JSON lines:
+stream.jsonl_records); `/metrics` is served for Prometheus. Finite files are replayed in
+event time, so the results equal `evalstream check` on the same input.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from assertions.results import EpisodeResult, Summary
 from assertions.scoring_stage import ScoringSettings, ScoringStage
 from assertions.suites import Suite
 from stream.alerting import AlertFanout, build_alert_sinks
+from stream.jsonl_records import JsonlRecords
 from stream.metrics import PipelineMetrics
 from stream.pipeline import (
     ALERTS,
@@ -190,6 +192,7 @@ async def run_embedded(
     scoring: ScoringSettings | None = None,
     gateway: GatewaySettings | None = None,
     stop_on_signals: bool = False,
+    out: str | None = None,
 ) -> EmbeddedRun:
     """Runs until the sources end (never, when following or serving the gateway); `run`
     collects results live. `gateway`: also serve the HTTP gateway, feeding this pipeline.
@@ -199,13 +202,16 @@ async def run_embedded(
     if none were handled (SIGINT raises KeyboardInterrupt, SIGTERM kills).
 
     With `scoring`, closed episodes are scored against their baselines, per-episode alert
-    rules apply and windowed regressions are detected in-process."""
+    rules apply and windowed regressions are detected in-process.
+
+    `out`: also write the episode and verdict records, as the worker publishes them, as
+    JSON lines to this file (`-`: standard output)."""
     run = run if run is not None else EmbeddedRun()
     live = follow or "-" in sources or gateway is not None
     metrics = metrics or PipelineMetrics(process=False)
     alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
     console_sink = ConsoleSink(console, run)
-    sink: Sink = console_sink
+    sink, records = _with_records(console_sink, out)
     if alert_sinks is not None:
         sink = AlertFanout(sink, alert_sinks)
         await alert_sinks.start()
@@ -261,10 +267,24 @@ async def run_embedded(
                     await serving
             await _cancel(tick, producer)
             await pipeline.drain()
-            console_sink.finish()
             if alert_sinks is not None:
                 await alert_sinks.close()  # delivers what is queued, within its drain timeout
+            _finish_output(console_sink, records)  # raises when the records could not be written
     return run
+
+
+def _with_records(console_sink: ConsoleSink, out: str | None) -> tuple[Sink, JsonlRecords | None]:
+    """The sink printing the results, writing them to `out` first when given."""
+    if out is None:
+        return console_sink, None
+    records = JsonlRecords.open(out, console_sink)
+    return records, records
+
+
+def _finish_output(console_sink: ConsoleSink, records: JsonlRecords | None) -> None:
+    console_sink.finish()
+    if records is not None:
+        records.close()
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -18,6 +18,7 @@ from connectors.messages_replay import MessagesClient
 from connectors.recording import EpisodeRename
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
+from stream.console_output import output_console
 from stream.live_replay import DEFAULT_SUFFIX, LiveReplayer, LiveReport
 from stream.record import stop_on_signals
 from stream.replay import FileSource, Source, TopicSource
@@ -90,9 +91,9 @@ def run_live(
             sys.stdout.write(text)
     elif out:
         with open(out, "w", encoding="utf-8") as handle:
-            _print_table(report, Console(file=handle, width=160, no_color=True))
+            _print_table(report, output_console(file=handle, no_color=True))
     else:
-        _print_table(report, Console())
+        _print_table(report, output_console())
     summary = report.to_json()["summary"]
     click.echo(
         f"live replay: {summary['passed']} of {summary['episodes']} candidate episodes passed; "

@@ -24,6 +24,9 @@ from connectors.kafka_io import TopicReader, TopicSlice, TopicWriter
 from connectors.recording import EpisodeRename
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
+from stream.console_output import output_console
+from stream.jsonl_records import STDOUT, JsonlRecords
+from stream.pipeline import Sink
 from stream.record import parse_offsets, parse_time, progress_bar, record_topic, stop_on_signals
 from stream.replay import (
     FileSource,
@@ -224,7 +227,14 @@ def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
 )
 @_suite_options
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="table")
-@click.option("--out", "-o", type=click.Path(dir_okay=False, writable=True))
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="check: write the report here. embedded: write the episode and verdict records "
+    "(the worker's topics) as JSON lines here; `-` is stdout, the console output then goes "
+    "to stderr.",
+)
 @click.option("--metrics-port", type=int, default=0, help="embedded: serve /metrics here.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
 @click.option("--base-url", help="live: Messages API base URL of the candidate (or the proxy).")
@@ -305,6 +315,7 @@ def replay_command(
             evaluation=evaluation,
         )
         return
+    records: JsonlRecords | None = None  # embedded with --out: the records written as JSONL
     if into == "topic":
         if not to_topic:
             raise UserError("--into topic needs --topic NAME (the topic to produce to)")
@@ -320,7 +331,11 @@ def replay_command(
     else:
         if not evaluation["suites"]:
             raise UserError(f"--into {into} evaluates: pass --suite FILE (repeatable)")
-        target = _pipeline_target(into, evaluation, metrics_port, metrics_host)
+        report_out = None if out == STDOUT else out  # check: `-` is stdout, the default
+        records_out, out = (out, None) if into == "embedded" else (None, report_out)
+        target, records = _pipeline_target(
+            into, evaluation, metrics_port, metrics_host, records_out
+        )
     console = Console(stderr=True)
     try:
         summary = asyncio.run(
@@ -338,11 +353,13 @@ def replay_command(
         raise UserError(str(exc)) from exc
     except KafkaError as exc:
         raise UserError(f"Kafka error: {exc}") from exc
+    finally:
+        _close_records(records)
     stopped = " (stopped by signal)" if summary.interrupted else ""
     where = f"topic {to_topic}" if into == "topic" else into
     click.echo(f"replayed {summary.sent} messages into {where}{stopped}", err=True)
     if isinstance(target, PipelineTarget):
-        _print_report(target, into, fmt, out)
+        _print_report(target, into, fmt, out, to_stderr=records is not None and records.to_stdout)
     if summary.interrupted:
         sys.exit(INTERRUPTED)
     if isinstance(target, PipelineTarget):
@@ -352,18 +369,36 @@ def replay_command(
         sys.exit(report.exit_code(allow_empty=allow_empty))
 
 
+def _close_records(records: JsonlRecords | None) -> None:
+    """Closes the `--out` records; a failed write becomes the user's error."""
+    if records is None:
+        return
+    try:
+        records.close()
+    except InputError as exc:
+        raise UserError(str(exc)) from exc
+
+
 def _pipeline_target(
-    into: str, evaluation: dict[str, Any], metrics_port: int, metrics_host: str
-) -> PipelineTarget:
+    into: str,
+    evaluation: dict[str, Any],
+    metrics_port: int,
+    metrics_host: str,
+    records_out: str | None,
+) -> tuple[PipelineTarget, JsonlRecords | None]:
+    """The pipeline in process; for `embedded`, printing as results come (and writing the
+    records to `records_out`)."""
     from stream.cli import load_common  # noqa: PLC0415 - stream.cli imports this module
     from stream.embedded import ConsoleSink, EmbeddedRun, serve_metrics  # noqa: PLC0415
     from stream.metrics import PipelineMetrics  # noqa: PLC0415
 
     loaded = load_common(**evaluation)
     metrics = PipelineMetrics(process=into == "embedded")
-    sink = None
+    sink: Sink | None = None
+    records = None
     if into == "embedded":
-        sink = ConsoleSink(Console(), EmbeddedRun())
+        to_stdout = records_out == STDOUT  # then stdout holds only records
+        sink = ConsoleSink(output_console(stderr=to_stdout), EmbeddedRun())
         if metrics_port:
             try:
                 serve_metrics(metrics, metrics_port, metrics_host)
@@ -372,7 +407,12 @@ def _pipeline_target(
                     f"cannot serve /metrics on {metrics_host}:{metrics_port}: {exc}; "
                     "pass another --metrics-port"
                 ) from exc
-    return PipelineTarget(
+        if records_out is not None:
+            try:
+                sink = records = JsonlRecords.open(records_out, sink)
+            except InputError as exc:
+                raise UserError(str(exc)) from exc
+    target = PipelineTarget(
         loaded.suites,
         rules=loaded.rules,
         pricing=loaded.pricing,
@@ -380,6 +420,7 @@ def _pipeline_target(
         metrics=metrics,
         sink=sink,
     )
+    return target, records
 
 
 async def _run(
@@ -415,7 +456,10 @@ async def _run(
         )
 
 
-def _print_report(target: PipelineTarget, into: str, fmt: str, out: str | None) -> None:
+def _print_report(
+    target: PipelineTarget, into: str, fmt: str, out: str | None, *, to_stderr: bool
+) -> None:
+    """The report after the replay; `to_stderr`: stdout holds the records."""
     from assertions.reports.check_report import (  # noqa: PLC0415
         render_json,
         render_junit,
@@ -426,7 +470,7 @@ def _print_report(target: PipelineTarget, into: str, fmt: str, out: str | None) 
     report = target.report()
     if into == "embedded" and out is None and fmt == "table":
         s = report.summary  # the results were printed as they came
-        Console().print(
+        output_console(stderr=to_stderr).print(
             f"{s.passed} passed, {s.failed} failed, {s.errors} errors, "
             f"{s.unevaluated} unevaluated of {s.episodes} episodes; "
             f"{len(report.rejected)} dead letters"
@@ -434,15 +478,15 @@ def _print_report(target: PipelineTarget, into: str, fmt: str, out: str | None) 
         return
     if fmt == "table":
         if out is None:
-            print_table(report, Console())
+            print_table(report, output_console(stderr=to_stderr))
         else:
             with open(out, "w", encoding="utf-8") as handle:
-                print_table(report, Console(file=handle, width=140, no_color=True))
+                print_table(report, output_console(file=handle, no_color=True))
         return
     render = {"json": render_json, "markdown": render_markdown, "junit": render_junit}[fmt]
     text = render(report)
     if out is None:
-        sys.stdout.write(text)
+        (sys.stderr if to_stderr else sys.stdout).write(text)
     else:
         Path(out).write_text(text, encoding="utf-8")
 
