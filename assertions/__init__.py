@@ -9,13 +9,13 @@ from assertions import native
 
 native.select()
 
-from assertions.assembly import CloseReason, CloseRules, EpisodeAssembler
-from assertions.engine import AssertionOutcome, EpisodeEvaluation, Plan, PlannedAssertion
 from assertions.errors import EvalstreamError, InputError, SignalDecodeError, SuiteError
-from assertions.registry import parse_assertion
-from assertions.signals import Signal, decode_signal, signal_from_obj
-from assertions.suites import Suite, SuiteSet, load_suite
-from assertions.verdicts import Outcome, Verdict
+from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler
+from assertions.evaluation.engine import AssertionOutcome, EpisodeEvaluation, Plan, PlannedAssertion
+from assertions.evaluation.registry import parse_assertion
+from assertions.evaluation.verdicts import Outcome, Verdict
+from assertions.suite_format.suites import Suite, SuiteSet, load_suite
+from assertions.wire.signals import Signal, decode_signal, signal_from_obj
 
 __all__ = [
     "AssertionOutcome",

@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from assertions.engine import AssertionOutcome, Plan, PlannedAssertion
-from assertions.facts import EpisodeFacts
-from assertions.judging import NO_JUDGE
+from assertions.evaluation.engine import AssertionOutcome, Plan, PlannedAssertion
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference import evaluate_all
+from assertions.evaluation.reference_facts import ReferenceEpisode, SyncJudge
+from assertions.evaluation.registry import parse_assertion
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
+from assertions.judge.protocol import NO_JUDGE
 from assertions.kinds.base import CompileContext
-from assertions.pricing import PricingTable, default_pricing
-from assertions.reference import evaluate_all
-from assertions.reference_facts import ReferenceEpisode, SyncJudge
-from assertions.registry import parse_assertion
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal
 
 JSON = Any
 

@@ -42,15 +42,15 @@ from typing import Any
 
 import orjson
 
-from assertions.assembly import CloseRules, EpisodeAssembler
-from assertions.engine import EpisodeEvaluation, Plan
-from assertions.facts import EpisodeFacts
-from assertions.pricing import PricingTable, default_pricing
-from assertions.reference import evaluate_all
-from assertions.reference_facts import ReferenceEpisode
-from assertions.signals import Signal, decode_signal, parse_timestamp, signal_from_obj
-from assertions.suites import Suite, SuiteSet, load_suite
-from assertions.verdicts import Outcome
+from assertions.evaluation.assembly import CloseRules, EpisodeAssembler
+from assertions.evaluation.engine import EpisodeEvaluation, Plan
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference import evaluate_all
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.verdicts import Outcome
+from assertions.suite_format.suites import Suite, SuiteSet, load_suite
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal, decode_signal, parse_timestamp, signal_from_obj
 
 JSON = Any
 Wire = dict[str, Any]

@@ -64,7 +64,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from engine_bench import Traffic
 from process_cpu import cpu_seconds
 
-from assertions.signals import decode_signal
+from assertions.wire.signals import decode_signal
 from connectors.batched_output import BatchedOutput
 from connectors.kafka_topics import ensure_topics
 from stream.allocator import keep_large_buffers

@@ -40,10 +40,10 @@ import orjson
 from engine_bench import Traffic
 from kafka_bench import episode_records, interleaved
 
-from assertions.assembly import CloseReason, CloseRules
-from assertions.regression import RegressionDetector
-from assertions.scoring_stage import ScoringSettings, ScoringStage
-from assertions.suites import Suite, load_suite
+from assertions.alerting.regression import RegressionDetector
+from assertions.evaluation.assembly import CloseReason, CloseRules
+from assertions.scores.stage import ScoringSettings, ScoringStage
+from assertions.suite_format.suites import Suite, load_suite
 from stream.metrics import PipelineMetrics
 from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline
 from stream.settings import WorkerSettings

@@ -41,10 +41,10 @@ from functools import partial
 from pathlib import Path
 
 import assertions
-from assertions.alert_rules import AlertRules, episode_passes
-from assertions.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
-from assertions.regression import Observation, RegressionConfig, RegressionDetector
-from assertions.scoring import ScoringConfig, ScoringInput, score_episode
+from assertions.alerting.alert_rules import AlertRules, episode_passes
+from assertions.alerting.regression import Observation, RegressionConfig, RegressionDetector
+from assertions.scores.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
+from assertions.scores.dimensions import ScoringConfig, ScoringInput, score_episode
 
 SEED = 20260602
 TARGET_EPISODES_PER_S = 100_000.0

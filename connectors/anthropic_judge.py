@@ -1,7 +1,7 @@
 """The LLM judge over the Anthropic Messages API (the `anthropic` SDK's async client).
 
-`AnthropicJudge(settings)` implements `assertions.judging.Judge`: it builds the prompt with
-`assertions.judge_prompt`, asks for structured JSON (the API's `output_config` JSON Schema
+`AnthropicJudge(settings)` implements `assertions.judge.protocol.Judge`: it builds the prompt with
+`assertions.judge.prompt`, asks for structured JSON (the API's `output_config` JSON Schema
 format, or a forced `record_verdict` tool call), parses and normalises the verdict, and adds:
 
 - bounded concurrency (`max_concurrency` questions in flight per event loop);
@@ -40,7 +40,7 @@ from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from assertions.errors import EvaluationError
-from assertions.judge_prompt import (
+from assertions.judge.prompt import (
     PROMPT_VERSION,
     VERDICT_TOOL,
     JudgeResponseError,
@@ -48,9 +48,9 @@ from assertions.judge_prompt import (
     parse_verdict,
     validate_request,
 )
-from assertions.judging import JudgeRequest, JudgeVerdict
+from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
-from assertions.pricing import PricingTable, Usage, default_pricing
+from assertions.wire.pricing import PricingTable, Usage, default_pricing
 
 __all__ = [
     "AnthropicJudge",

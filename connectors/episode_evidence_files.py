@@ -23,7 +23,7 @@ import orjson
 
 from assertions.errors import InputError, SignalDecodeError
 from assertions.reports.episode_timeline import EpisodeEvidence
-from assertions.signals import Signal, signal_from_obj
+from assertions.wire.signals import Signal, signal_from_obj
 from connectors.jsonl import Rejected
 from connectors.recording import HEADER_KEY, RecordingReader, decode_message, is_compressed
 

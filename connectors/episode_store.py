@@ -1,4 +1,4 @@
-"""An async client of seed 002's episode store (httpx; API in ../shared/notes/seed-002-formats.md).
+"""An async client of the episode-store (httpx; API in ../shared/notes/episode-store-formats.md).
 
     async with EpisodeStoreClient("http://localhost:8100") as store:
         health = await store.health()

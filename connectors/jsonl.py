@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from assertions.errors import InputError, SignalDecodeError
-from assertions.signals import Signal, decode_signal
+from assertions.wire.signals import Signal, decode_signal
 
 MAX_LINE_BYTES = 1_048_576  # a longer line is rejected as oversized, not decoded
 

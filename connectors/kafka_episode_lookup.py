@@ -17,9 +17,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from assertions.errors import InputError, SignalDecodeError
+from assertions.evaluation.results import iso_ms
 from assertions.reports.episode_timeline import EpisodeEvidence
-from assertions.results import iso_ms
-from assertions.signals import Signal, signal_from_obj
+from assertions.wire.signals import Signal, signal_from_obj
 from connectors.episode_evidence_files import CONTROL_SIGNAL, OTHER_IDS_SHOWN, note_other_id
 from connectors.kafka_partitions import key_partition_lookup
 

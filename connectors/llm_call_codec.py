@@ -4,7 +4,7 @@ Two shapes are accepted on the llm-calls topic:
 - native: {id, episode_id, timestamp (call start), durationMs, model, provider, agent?,
   parent?, input?, output: {content, toolCalls, usage}, costUsd?, stopReason?, status?, error?,
   attrs?}
-- the AIR record of seed 002's gateway: {run_id, trace_id, timestamp, model, provider,
+- the AIR record of the AIR gateway: {run_id, trace_id, timestamp, model, provider,
   endpoint, tokens: {prompt, completion, total}, duration_ms, status, error?}; it names no
   episode, so the episode id comes from the record's `episode_id` or the message key
   (`attrs` and `agent`, when a gateway adds them, are kept as in the native shape).
@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from assertions.errors import SignalDecodeError
-from assertions.matchers import is_number
-from assertions.signals import Signal, check_signal, parse_timestamp
+from assertions.evaluation.matchers import is_number
+from assertions.wire.signals import Signal, check_signal, parse_timestamp
 
 JSON = Any
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from assertions.signals import Signal
+from assertions.wire.signals import Signal
 from connectors.otlp_decode import (
     DEFAULT_LIMITS,
     KIND_NAMES,

@@ -1,6 +1,6 @@
-"""One episode of seed 002's episode store -> native signals (DESIGN §2).
+"""One episode of the episode-store -> native signals (DESIGN §2).
 
-The episode shape is in `../shared/notes/seed-002-formats.md`: `{episode_id, agent_id, status,
+The episode shape is in `../shared/notes/episode-store-formats.md`: `{episode_id, agent_id, status,
 steps[], started_at, ended_at, metadata, ...}`, each step `{step_index, step_type, tool_name,
 model, provider, input_summary, output_summary, tokens, cost_usd, duration_ms, timestamp,
 error, air_record_id, metadata}`.
@@ -52,7 +52,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from assertions.errors import SignalDecodeError
-from assertions.signals import Signal, parse_timestamp
+from assertions.wire.signals import Signal, parse_timestamp
 
 JSON = Any
 STEP_TYPES = ("llm_call", "tool_call", "tool_result", "decision", "error")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate the recorded episodes of the four example datasets (seed 003, Examples 1-4).
+"""Regenerate the recorded episodes of the four example datasets (signal-native spec, Examples 1-4).
 
     python examples/make_recordings.py
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assertions.scoring_stage import ScoringSettings
+from assertions.scores.stage import ScoringSettings
 from connectors.alert_sinks import AlertSinks, make_sink
 from stream.metrics import PipelineMetrics
 from stream.pipeline import ALERTS, Sink

@@ -19,15 +19,15 @@ from typing import Any
 import click
 from aiokafka.errors import KafkaError
 
-from assertions.assembly import CloseRules
 from assertions.errors import InputError
-from assertions.judging import Judge
-from assertions.pricing import PricingTable, default_pricing, load_pricing
+from assertions.evaluation.assembly import CloseRules
+from assertions.evaluation.results import Summary
+from assertions.judge.protocol import Judge
 from assertions.reports.check_report import render_json, render_junit, render_markdown
-from assertions.results import Summary
-from assertions.schema import suite_json_schema
-from assertions.scoring_stage import load_scoring_settings
-from assertions.suites import Suite, load_suite
+from assertions.scores.stage import load_scoring_settings
+from assertions.suite_format.schema import suite_json_schema
+from assertions.suite_format.suites import Suite, load_suite
+from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
 from connectors.kafka_topics import ensure_topics
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
@@ -166,7 +166,9 @@ def load_common(
     type=click.Path(dir_okay=False, writable=True),
     help="Write the report here instead of stdout.",
 )
-@click.option("--episode-id", help="Episode id for signals that carry none (seed-003 recordings).")
+@click.option(
+    "--episode-id", help="Episode id for signals that carry none (signal-native recordings)."
+)
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
 def check(
     suites: tuple[str, ...],

@@ -21,14 +21,14 @@ from prometheus_client import start_http_server
 from rich.console import Console
 from rich.text import Text
 
-from assertions.assembly import CloseRules
+from assertions.alerting.regression import RegressionDetector
 from assertions.errors import InputError
-from assertions.judging import Judge
-from assertions.pricing import PricingTable
-from assertions.regression import RegressionDetector
-from assertions.results import EpisodeResult, Summary
-from assertions.scoring_stage import ScoringSettings, ScoringStage
-from assertions.suites import Suite
+from assertions.evaluation.assembly import CloseRules
+from assertions.evaluation.results import EpisodeResult, Summary
+from assertions.judge.protocol import Judge
+from assertions.scores.stage import ScoringSettings, ScoringStage
+from assertions.suite_format.suites import Suite
+from assertions.wire.pricing import PricingTable
 from stream.alerting import AlertFanout, build_alert_sinks
 from stream.jsonl_records import JsonlRecords
 from stream.metrics import PipelineMetrics

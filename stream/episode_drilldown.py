@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assertions.assembly import CloseRules
 from assertions.errors import InputError
-from assertions.judging import Judge
-from assertions.pricing import PricingTable
-from assertions.records import episode_record, verdict_record
+from assertions.evaluation.assembly import CloseRules
+from assertions.evaluation.records import episode_record, verdict_record
+from assertions.evaluation.results import EpisodeResult
+from assertions.judge.protocol import Judge
 from assertions.reports.episode_timeline import EpisodeEvidence
-from assertions.results import EpisodeResult
-from assertions.signals import Signal
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
+from assertions.wire.pricing import PricingTable
+from assertions.wire.signals import Signal
 from connectors.episode_evidence_files import file_signals, read_file_evidence
 from connectors.kafka_episode_lookup import KafkaLookup, lookup_episode, window_text
 from stream.offline import evaluate_signals

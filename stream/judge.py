@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 
 from assertions.errors import InputError
-from assertions.judging import Judge
-from assertions.pricing import PricingTable
+from assertions.judge.protocol import Judge
+from assertions.wire.pricing import PricingTable
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
 from connectors.targets.python_callable import load_callable
 from stream.metrics import PipelineMetrics
@@ -71,6 +71,6 @@ def judge_from(
     if not callable(getattr(judge, "judge", None)):
         raise InputError(
             f"--judge {spec!r} returned {type(judge).__name__}, which has no `judge(request)` "
-            "method; the factory must return a Judge (see assertions/judging.py)"
+            "method; the factory must return a Judge (see assertions/judge/protocol.py)"
         )
     return judge  # type: ignore[no-any-return]  # checked: it has the protocol's method

@@ -29,17 +29,17 @@ from typing import Any
 
 import orjson
 
-from assertions.alert_rules import AlertRules, EpisodeAlert, episode_passes
-from assertions.assembly import CloseRules, EpisodeAssembler
-from assertions.baselines import BaselineEntry, BaselineKey, summarise
+from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, episode_passes
 from assertions.errors import SignalDecodeError
+from assertions.evaluation.assembly import CloseRules, EpisodeAssembler
+from assertions.evaluation.results import EpisodeResult
 from assertions.kinds.base import CompileContext
-from assertions.patterns import compile_pattern
-from assertions.pricing import PricingTable, default_pricing
-from assertions.results import EpisodeResult
-from assertions.scoring import EpisodeScores, ScoringInput, score_episode
-from assertions.signals import Signal, signal_from_obj
-from assertions.suites import Suite, SuiteSet
+from assertions.scores.baselines import BaselineEntry, BaselineKey, summarise
+from assertions.scores.dimensions import EpisodeScores, ScoringInput, score_episode
+from assertions.suite_format.suites import Suite, SuiteSet
+from assertions.wire.patterns import compile_pattern
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal, signal_from_obj
 from connectors.llm_call_codec import llm_call_signals
 from connectors.messages_replay import CandidateReply, MessagesClient, request_of
 from connectors.recording import EpisodeRename, RecordedMessage

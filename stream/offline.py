@@ -10,15 +10,15 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 
-from assertions.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
-from assertions.judging import NO_JUDGE, Judge
+from assertions.evaluation.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
+from assertions.evaluation.results import describe_error
+from assertions.evaluation.verdicts import error_from_exception
+from assertions.judge.protocol import NO_JUDGE, Judge
 from assertions.kinds.base import CompileContext
-from assertions.pricing import PricingTable, default_pricing
 from assertions.reports.check_report import CheckReport, RejectedInput
-from assertions.results import describe_error
-from assertions.signals import Signal
-from assertions.suites import Suite, SuiteSet
-from assertions.verdicts import error_from_exception
+from assertions.suite_format.suites import Suite, SuiteSet
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal
 from connectors.jsonl import Rejected, read_signals
 
 SWEEP_EVERY_MS = 1_000.0

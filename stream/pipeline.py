@@ -15,20 +15,26 @@ from typing import Any, Protocol
 
 import orjson
 
-from assertions.alert_rules import EpisodeAlert, Severity
-from assertions.assembly import Accept, ClosedEpisode, CloseReason, CloseRules, EpisodeAssembler
+from assertions.alerting.alert_rules import EpisodeAlert, Severity
+from assertions.alerting.regression import METRICS as REGRESSION_METRICS
+from assertions.alerting.regression import AlertEvent, AlertState, Observation, RegressionDetector
 from assertions.errors import SignalDecodeError
-from assertions.judging import Judge
+from assertions.evaluation.assembly import (
+    Accept,
+    ClosedEpisode,
+    CloseReason,
+    CloseRules,
+    EpisodeAssembler,
+)
+from assertions.evaluation.records import DeadLetter, episode_key, episode_record, verdict_record
+from assertions.evaluation.results import EpisodeResult, describe_error
+from assertions.judge.protocol import Judge
 from assertions.kinds.base import CompileContext
-from assertions.pricing import PricingTable, default_pricing
-from assertions.records import DeadLetter, episode_key, episode_record, verdict_record
-from assertions.regression import METRICS as REGRESSION_METRICS
-from assertions.regression import AlertEvent, AlertState, Observation, RegressionDetector
-from assertions.results import EpisodeResult, describe_error
-from assertions.scoring import DIMENSIONS
-from assertions.scoring_stage import ScoredEpisode, ScoringStage
-from assertions.signals import Signal, signal_from_obj
-from assertions.suites import Suite, SuiteSet
+from assertions.scores.dimensions import DIMENSIONS
+from assertions.scores.stage import ScoredEpisode, ScoringStage
+from assertions.suite_format.suites import Suite, SuiteSet
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal, signal_from_obj
 from connectors.llm_call_codec import llm_call_signals
 from stream.metrics import PipelineMetrics
 from stream.offline import resolve_judgements

@@ -29,7 +29,7 @@ from rich.progress import (
 )
 
 from assertions.errors import InputError
-from assertions.signals import parse_timestamp
+from assertions.wire.signals import parse_timestamp
 from connectors.kafka_io import Plan, TopicReader, TopicSlice
 from connectors.recording import RecordingWriter
 

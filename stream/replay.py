@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from assertions.assembly import CloseRules
-from assertions.judging import Judge
-from assertions.pricing import PricingTable
+from assertions.evaluation.assembly import CloseRules
+from assertions.evaluation.results import EpisodeResult
+from assertions.judge.protocol import Judge
 from assertions.reports.check_report import CheckReport, RejectedInput
-from assertions.results import EpisodeResult
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
+from assertions.wire.pricing import PricingTable
 from connectors.kafka_io import TopicReader, TopicWriter
 from connectors.recording import EpisodeRename, RecordedMessage, RecordingReader
 from stream.metrics import PipelineMetrics

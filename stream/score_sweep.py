@@ -1,4 +1,5 @@
-"""Seed 002's workflow: score episode-store episodes against a baseline, and the nightly sweep.
+"""The episode-store workflow's workflow: score episode-store episodes against a baseline, and the
+nightly sweep.
 
 `score_episodes(settings, now=...)` reads episodes (from a store or files), turns each into
 signals, evaluates the suites on them, scores them against the chosen baseline, applies the
@@ -43,16 +44,16 @@ import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assertions.alert_rules import AlertRules
-from assertions.baselines import BaselineStore, FileBaselines, RollingBaselines
+from assertions.alerting.alert_rules import AlertRules
+from assertions.alerting.regression import RegressionConfig, RegressionDetector
 from assertions.errors import InputError
-from assertions.pricing import default_pricing, load_pricing
-from assertions.regression import RegressionConfig, RegressionDetector
 from assertions.reports.score_report import render_json, render_markdown
-from assertions.score_run import Scorer, ScoreRun, ScoreRunError
-from assertions.scoring import BaselineMismatchError, ScoringConfig, ScoringInput
-from assertions.signals import Signal
-from assertions.suites import SuiteSet, load_suite
+from assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
+from assertions.scores.dimensions import BaselineMismatchError, ScoringConfig, ScoringInput
+from assertions.scores.run import Scorer, ScoreRun, ScoreRunError
+from assertions.suite_format.suites import SuiteSet, load_suite
+from assertions.wire.pricing import default_pricing, load_pricing
+from assertions.wire.signals import Signal
 from connectors.episode_files import FileProblem, read_episode_files
 from connectors.episode_store import EpisodeQuery, EpisodeStoreClient
 from connectors.store_episode_codec import StoreEpisodeError, episode_to_signals

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assertions.assembly import CloseRules
+from assertions.evaluation.assembly import CloseRules
 from connectors.layered_settings import load_layered
 
 JSON = Any

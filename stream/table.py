@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from assertions.evaluation.verdicts import Verdict
 from assertions.reports.check_report import CheckReport
-from assertions.verdicts import Verdict
 from stream.rejections import RejectionLog
 
 _STYLE = {"passed": "green", "failed": "red", "error": "yellow", "unevaluated": "dim"}

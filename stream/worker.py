@@ -41,17 +41,17 @@ import faust
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from assertions.assembly import CloseReason
-from assertions.baselines import RollingBaselines
+from assertions.alerting.regression import RegressionDetector
 from assertions.errors import InputError, SignalDecodeError
-from assertions.judging import Judge
+from assertions.evaluation.assembly import CloseReason
+from assertions.evaluation.records import DeadLetter
+from assertions.evaluation.results import EpisodeResult
+from assertions.judge.protocol import Judge
 from assertions.kinds.base import CompileContext
-from assertions.pricing import PricingTable
-from assertions.records import DeadLetter
-from assertions.regression import RegressionDetector
-from assertions.results import EpisodeResult
-from assertions.scoring_stage import ScoredEpisode, ScoringStage, load_scoring_settings
-from assertions.suites import Suite, SuiteSet
+from assertions.scores.baselines import RollingBaselines
+from assertions.scores.stage import ScoredEpisode, ScoringStage, load_scoring_settings
+from assertions.suite_format.suites import Suite, SuiteSet
+from assertions.wire.pricing import PricingTable
 from connectors.batched_output import BatchedOutput
 from connectors.kafka_partitions import key_partition_lookup
 from connectors.llm_call_codec import llm_call_signals
@@ -184,7 +184,8 @@ class Worker:
         if self.alert_sinks is not None:
             app.task(self._start_alert_sinks)
         if settings.nightly:
-            # Seed 002's nightly sweep, once per schedule for the whole group: on the leader.
+            # The episode-store workflow's nightly sweep, once per schedule for the whole group: on
+            # the leader.
             app.crontab(settings.nightly_cron, on_leader=True)(self.run_nightly_sweep)
         app.timer(settings.sweep_interval_s, name="sweep")(self._sweep)
         app.timer(1.0, name="commit")(self._commit_timer)

@@ -1,4 +1,4 @@
-"""A local episode store implementing seed 002's store API, for tests (FastAPI + uvicorn).
+"""A local episode store implementing the episode store's API, for tests (FastAPI + uvicorn).
 
     with EpisodeStoreServer() as store:
         store.add(episode)            # as stored: totals are computed like the real store

@@ -20,7 +20,7 @@ from assertions.evalruns.models import (
     SampleResult,
 )
 from assertions.evalruns.selection import PlannedCase, category_of
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
 
 JSON = Any
 

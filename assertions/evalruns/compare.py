@@ -1,6 +1,6 @@
-"""compare(baseline, candidate): seed 003's Comparison, and the CI gate built on it.
+"""compare(baseline, candidate): the signal-native spec's Comparison, and the CI gate built on it.
 
-Rules (the defaults are seed 003's CompareOptions):
+Rules (the defaults are the signal-native spec's CompareOptions):
 
 - A case is compared when both runs evaluated it. With one sample on each side, passed →
   not passed is a `pass_to_fail` regression (critical unless `critical_on_pass_to_fail` is

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from assertions.assembly import ClosedEpisode, CloseRules, EpisodeAssembler
 from assertions.evalruns.models import (
     AssertionRecord,
     CaseMetrics,
@@ -17,10 +16,11 @@ from assertions.evalruns.models import (
     SampleResult,
     SampleStatus,
 )
+from assertions.evaluation.assembly import ClosedEpisode, CloseRules, EpisodeAssembler
 from assertions.kinds.base import CompileContext
-from assertions.pricing import PricingTable, default_pricing
-from assertions.signals import Signal
-from assertions.suites import Suite, SuiteSet
+from assertions.suite_format.suites import Suite, SuiteSet
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal
 
 # Every signal of a sample is already in hand: no grace period, no inactivity close.
 _RULES = CloseRules(grace_ms=0.0, inactivity_ms=float("inf"), max_duration_ms=None)

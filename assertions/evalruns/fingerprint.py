@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
 
 
 def dataset_fingerprint(suite: Suite) -> str:

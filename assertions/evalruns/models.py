@@ -1,6 +1,8 @@
-"""Results of dataset runs (seed 003's CaseResult / DatasetResult), saved and reloaded as JSON.
+"""Results of dataset runs (the signal-native spec's CaseResult / DatasetResult), saved and
+reloaded as JSON.
 
-JSON keys follow seed 003 (camelCase: `caseId`, `passRate`, `aggregateMetrics`); Python
+JSON keys follow the signal-native spec (camelCase: `caseId`, `passRate`, `aggregateMetrics`);
+Python
 attributes are snake_case. Every saved document names its `kind` and `schemaVersion`, so a
 report command can tell a dataset run from a matrix run or a comparison.
 
@@ -17,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from assertions.engine import AssertionOutcome
+from assertions.evaluation.engine import AssertionOutcome
 
 JSON = Any
 SCHEMA_VERSION = 1
@@ -66,7 +68,7 @@ class AssertionRecord(Model):
 
 
 class CaseMetrics(Model):
-    """Seed 003's CaseMetrics, computed from the signals (DESIGN §4 metric.*)."""
+    """The signal-native spec's CaseMetrics, computed from the signals (DESIGN §4 metric.*)."""
 
     latency_ms: float = 0.0
     input_tokens: float = 0.0
@@ -168,7 +170,7 @@ class CaseResult(Model):
 class PassMetrics(Model):
     """pass@k and both pass^k over the evaluated cases (means of the per-case estimates).
 
-    `pass_hat_k_seed` is seed 000's definition, (c/n)^k; `pass_hat_k_unbiased` is
+    `pass_hat_k_seed` is the eval-harness definition, (c/n)^k; `pass_hat_k_unbiased` is
     C(c, k) / C(n, k). pass@k and the unbiased pass^k need n ≥ k samples of every case;
     otherwise they are None and `undefined_reason` says why.
     """
@@ -184,7 +186,8 @@ class PassMetrics(Model):
 
 
 class AggregateMetrics(Model):
-    """Seed 003's AggregateMetrics. Latency and token figures are over completed samples (an
+    """The signal-native spec's AggregateMetrics. Latency and token figures are over completed
+    samples (an
     errored sample proves nothing about speed); cost totals include every sample, since an
     errored run was paid for too. None where no sample completed."""
 

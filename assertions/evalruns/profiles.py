@@ -1,4 +1,5 @@
-"""Threshold profiles of seed 000 ("Common Thresholds") and the gate that checks a run.
+"""Threshold profiles of the eval-harness methodology ("Common Thresholds") and the gate that
+checks a run.
 
 | profile     | pass@1 | pass@k | pass^k |
 |-------------|--------|--------|--------|
@@ -7,7 +8,7 @@
 | production  | 0.90   | 0.99   | 0.80   |
 | critical    | 0.95   | 0.999  | 0.90   |
 
-pass^k is checked with seed 000's definition, (c/n)^k, unless `pass_hat="unbiased"` asks for
+pass^k is checked with the eval-harness definition, (c/n)^k, unless `pass_hat="unbiased"` asks for
 C(c, k) / C(n, k). A metric that is undefined for the run (pass@k with fewer than k samples per
 case) is reported as `undefined` with the reason; it does not fail the gate, and the report
 says it was not checked.
@@ -20,7 +21,7 @@ from typing import Literal
 from assertions.errors import InputError
 from assertions.evalruns.models import DatasetResult, Model
 
-PassHat = Literal["seed", "unbiased"]
+PassHat = Literal["simple", "unbiased"]
 CheckStatus = Literal["pass", "fail", "undefined"]
 
 
@@ -81,14 +82,14 @@ class ProfileCheck(Model):
 
 
 def check_profile(
-    result: DatasetResult, chosen: ThresholdProfile, *, pass_hat: PassHat = "seed"
+    result: DatasetResult, chosen: ThresholdProfile, *, pass_hat: PassHat = "simple"
 ) -> ProfileCheck:
     pm = result.pass_metrics
     k = pm.k
-    hat_value = pm.pass_hat_k_seed if pass_hat == "seed" else pm.pass_hat_k_unbiased
+    hat_value = pm.pass_hat_k_seed if pass_hat == "simple" else pm.pass_hat_k_unbiased
     hat_label = (
-        f"pass^{k} (seed 000: (c/n)^k)"
-        if pass_hat == "seed"
+        f"pass^{k} (eval-harness: (c/n)^k)"
+        if pass_hat == "simple"
         else (f"pass^{k} (unbiased: C(c,k)/C(n,k))")
     )
     rows = [

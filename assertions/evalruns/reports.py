@@ -1,7 +1,7 @@
 """One entry point for every eval-run report: `render_eval_report(obj, fmt)`.
 
 `obj` is a saved document (parsed JSON) or a model: a dataset run, a matrix run or a
-comparison. `is_eval_run(obj)` tells such a document from other JSON (a seed-002 scoring
+comparison. `is_eval_run(obj)` tells such a document from other JSON (an episode-store scoring
 result), so `evalstream report` can dispatch on a file's kind.
 """
 

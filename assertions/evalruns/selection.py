@@ -1,4 +1,5 @@
-"""Which cases of a dataset run: `skip`, `only`, tags and case ids (seed 003 RunDatasetOptions).
+"""Which cases of a dataset run: `skip`, `only`, tags and case ids (the signal-native spec's
+RunDatasetOptions).
 
 Every case of the dataset appears in the plan, in file order; those that do not run carry the
 reason, so a report shows what was left out and why.
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from assertions.errors import InputError
-from assertions.suites import Case, Suite
+from assertions.suite_format.suites import Case, Suite
 
 
 @dataclass(frozen=True)

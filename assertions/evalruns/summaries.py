@@ -61,7 +61,11 @@ def pass_metric_rows(pm: PassMetrics) -> list[tuple[str, str, str]]:
             pct(pm.pass_at_k) if pm.pass_at_k is not None else undefined,
             "unbiased 1 - C(n-c,k)/C(n,k)",
         ),
-        (f"pass^{k} (seed 000)", pct(pm.pass_hat_k_seed), "(c/n)^k, seed 000's definition"),
+        (
+            f"pass^{k} (eval-harness)",
+            pct(pm.pass_hat_k_seed),
+            "(c/n)^k, the eval-harness definition",
+        ),
         (
             f"pass^{k} (unbiased)",
             pct(pm.pass_hat_k_unbiased) if pm.pass_hat_k_unbiased is not None else undefined,

@@ -1,4 +1,4 @@
-"""variants.yaml: the variants of a matrix run (seed 003's HarnessVariant, as data).
+"""variants.yaml: the variants of a matrix run (the signal-native spec's HarnessVariant, as data).
 
     baseline: v1                      # optional: compare every other variant with this one
     variants:
@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from assertions.errors import SuiteError
 from assertions.evalruns.models import Model
-from assertions.yaml_positions import load_yaml, render_loc
+from assertions.suite_format.yaml_positions import load_yaml, render_loc
 
 JSON = Any
 

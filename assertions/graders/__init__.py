@@ -1,4 +1,4 @@
-"""Seed 000's graders: code graders (exact match, regex, function output, structural), the
+"""The eval-harness graders: code graders (exact match, regex, function output, structural), the
 model grader (through an injected `Judge`) and the shared result type. Re-exports only."""
 
 from assertions.graders.exact_match import ExactMatchConfig, grade_exact_match

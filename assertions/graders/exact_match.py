@@ -1,6 +1,7 @@
 """Exact match: the output equals the expected value after optional normalisation.
 
-Options as in seed 000: `case_sensitive` (default true), `trim_whitespace` (true: strip both
+Options as in the eval-harness methodology: `case_sensitive` (default true), `trim_whitespace`
+(true: strip both
 ends), `normalize_newlines` (true: CRLF and CR become LF). Non-string expected values are
 compared in their JSON spelling (`120`, `true`), so a number can be expected from text.
 Any of `alternatives` also passes.

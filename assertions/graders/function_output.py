@@ -9,7 +9,7 @@ cannot touch another, and each reports its own result.
 Generated code that crashes, times out or returns the wrong value *fails* its case; the
 grader reports `error` only when the runner itself could not run (it never passes then).
 
-Test cases take seed 000's grader form (`args`, `kwargs`, `expected`, `comparator`) or its
+Test cases take the eval-harness grader form (`args`, `kwargs`, `expected`, `comparator`) or its
 capability-eval form (`input`, `output`). Comparators: `equals` (JSON equality, tuples as
 lists), `approx` (numbers within `tolerance`, relative and absolute), `contains` (a member of
 the result, or a substring), `unordered` (equal as multisets), `raises` (the function raises
@@ -47,7 +47,7 @@ class FunctionTestCase(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _capability_form(cls, data: JSON) -> JSON:
-        """Seed 000's capability evals write `input` / `output` for `args` / `expected`."""
+        """The eval-harness capability evals write `input` / `output` for `args` / `expected`."""
         if isinstance(data, dict) and ("input" in data or "output" in data):
             data = dict(data)
             if "input" in data:

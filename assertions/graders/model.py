@@ -1,10 +1,10 @@
-"""Seed 000's model grader, asked through the same `Judge` as `llm.judge`.
+"""The eval-harness model grader, asked through the same `Judge` as `llm.judge`.
 
-The configuration is seed 000's (`model`, `temperature`, `rubric`, `scoring`, `examples`);
+The configuration is the eval-harness (`model`, `temperature`, `rubric`, `scoring`, `examples`);
 `criteria` (optional) lists what to score, by default one criterion: the rubric as a whole.
 `scoring.type`: `numeric` (integers on `range`, default [1, 5]) or `boolean` (0 or 1). The
 score is normalised to [0, 1]; the grader passes at `pass_threshold` (default 0.5, which on a
-1-5 scale is 3, seed 001's "met minimally"). `max_tokens` is the connector's setting
+1-5 scale is 3, the skill-eval "met minimally"). `max_tokens` is the connector's setting
 (`EVALSTREAM_JUDGE_MAX_TOKENS`); a per-grader value is accepted and not used.
 """
 
@@ -14,10 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assertions.evaluation.verdicts import error_from_exception
 from assertions.graders.result import GradeResult
-from assertions.judging import Judge, JudgeExample, JudgeRequest
+from assertions.judge.protocol import Judge, JudgeExample, JudgeRequest
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
-from assertions.verdicts import error_from_exception
 
 JSON = Any
 RUBRIC_CRITERION = "meets the rubric"

@@ -1,6 +1,6 @@
 """Regex match: the output matches (or, with `must_match: false`, does not match) a pattern.
 
-Flags by seed 000's names (`multiline`, `ignorecase`, `dotall`, `verbose`, `ascii`); named or
+Flags by the eval-harness names (`multiline`, `ignorecase`, `dotall`, `verbose`, `ascii`); named or
 positional `capture_groups` are reported in `details.captures`. Patterns run with a time bound
 (the `regex` module's timeout): a pathological pattern yields `error`, not a hang.
 
@@ -15,7 +15,7 @@ from typing import Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from assertions.bounded_regex import DEFAULT_TIMEOUT_S
+from assertions.evaluation.bounded_regex import DEFAULT_TIMEOUT_S
 from assertions.graders.result import GradeResult
 
 JSON = Any

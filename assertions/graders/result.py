@@ -1,4 +1,4 @@
-"""What every grader returns: seed 000's `{passed, score, details}`, plus an error state.
+"""What every grader returns: the eval-harness `{passed, score, details}`, plus an error state.
 
 A grader that cannot decide (a regex timeout, a judge that did not answer, a sandbox that did
 not start) reports `error` with a message; it never reports a pass.

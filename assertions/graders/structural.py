@@ -1,10 +1,11 @@
-"""Structural comparison of a current output with a baseline (seed 000's regression evals).
+"""Structural comparison of a current output with a baseline (the eval-harness regression evals).
 
 Paths are dotted, list positions are numbers, and `*` stands for any one segment:
 `users.*.id` names the `id` of every user. A path pattern covers the whole subtree below it.
 
 - `ignore_fields`: these paths are not compared at all (present or not).
-- `ignore_values` / `require_keys` (seed 000's JSON form): the path must exist, its value is not
+- `ignore_values` / `require_keys` (the eval-harness JSON form): the path must exist, its value is
+not
   compared; `require_keys` paths must exist in the current output.
 - Placeholders in the baseline stand for any value of a kind: `{{any}}`, `{{any_string}}`,
   `{{any_number}}`, `{{any_uuid}}`, `{{any_email}}`, `{{any_iso_datetime}}`, `{{any_bool}}`.
@@ -14,7 +15,7 @@ Paths are dotted, list positions are numbers, and `*` stands for any one segment
   order never matters here; `allow_list_reordering` (default false) compares lists as
   multisets; `abs` / `rel` are numeric tolerances for every number; and any other key is a
   path with `{min_delta, max_delta}` bounds for `current - baseline` of every number below it
-  (`null` = unbounded), as in seed 000's `quality_scores: {min_delta: -0.3}`.
+  (`null` = unbounded), as in the eval-harness `quality_scores: {min_delta: -0.3}`.
 - `type`: `structural` (the above), `exact` (equality, with `ignore_fields`), or `numeric`
   (numbers within tolerance; non-numbers must be equal).
 
@@ -76,7 +77,7 @@ class Tolerance(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _path_bounds(cls, data: JSON) -> JSON:
-        """Seed 000 writes per-path bounds next to the flags: split them out."""
+        """The eval-harness methodology writes per-path bounds next to the flags: split them out."""
         if not isinstance(data, dict):
             return data
         known = set(cls.model_fields)
@@ -230,7 +231,7 @@ class _Comparer:
             if remaining and not self.additional:
                 self._diff(path, "length", len(expected), len(actual))
             return
-        # A one-element baseline list is a template for every element (seed 000's
+        # A one-element baseline list is a template for every element (the eval-harness
         # `users: [{id: "{{any_uuid}}", ...}]` describes a list of users of any length).
         if len(expected) == 1 and len(actual) != 1 and self.config.type == "structural":
             for i, item in enumerate(actual):

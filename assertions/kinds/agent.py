@@ -6,7 +6,11 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from assertions.facts import EpisodeFacts
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.matchers import compile_expected
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
 from assertions.kinds.base import (
     AssertionType,
     Box,
@@ -16,12 +20,8 @@ from assertions.kinds.base import (
     Leaf,
     leaf_builder,
 )
-from assertions.matchers import compile_expected
-from assertions.patterns import compile_pattern
-from assertions.reference_facts import ReferenceEpisode
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.wire.patterns import compile_pattern
+from assertions.wire.signals import Signal
 
 JSON = Any
 ACTIVATED = "agent:activated"

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel, model_validator
 
-from assertions.facts import EpisodeFacts
-from assertions.patterns import Pattern, compile_pattern
-from assertions.pricing import PricingTable, default_pricing
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
+from assertions.wire.patterns import Pattern, compile_pattern
+from assertions.wire.pricing import PricingTable, default_pricing
+from assertions.wire.signals import Signal
 
 if TYPE_CHECKING:
-    from assertions.reference_facts import ReferenceEpisode
+    from assertions.evaluation.reference_facts import ReferenceEpisode
 
 JSON = Any
 S = TypeVar("S", bound=AssertionSpec)

@@ -16,10 +16,10 @@ from typing import Literal
 from pydantic import Field, SerializeAsAny
 
 from assertions.errors import EvaluationError
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome, Verdict
 from assertions.kinds.base import AssertionType, CompileContext, Composite
-from assertions.reference_facts import ReferenceEpisode
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome, Verdict
 
 
 class AllOf(AssertionSpec):
@@ -77,10 +77,11 @@ def _build(spec: AssertionSpec, ctx: CompileContext) -> Composite:
 
 
 def _reference(spec: AssertionSpec, ep: ReferenceEpisode) -> Outcome:
-    evaluate_reference = ep.evaluate  # set by assertions.reference.evaluate_reference
+    evaluate_reference = ep.evaluate  # set by assertions.evaluation.reference.evaluate_reference
     if evaluate_reference is None:
         raise EvaluationError(
-            "composite assertions are evaluated through assertions.reference.evaluate_reference"
+            "composite assertions are evaluated through "
+            "assertions.evaluation.reference.evaluate_reference"
         )
     children = [spec.assertion] if isinstance(spec, NotOf) else list(spec.assertions)  # type: ignore[attr-defined]
     outcomes = [evaluate_reference(child, ep) for child in children]

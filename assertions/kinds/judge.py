@@ -6,13 +6,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from assertions.facts import EpisodeFacts
-from assertions.judging import NO_JUDGE, JudgeRequest
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
+from assertions.judge.protocol import NO_JUDGE, JudgeRequest
 from assertions.kinds.base import AssertionType, CompileContext, Interest, Leaf
 from assertions.kinds.output import NO_OUTPUT
-from assertions.reference_facts import ReferenceEpisode
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
 
 DEFAULT_JUDGE_MODEL = "claude-sonnet-4-20250514"
 

@@ -6,7 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from assertions.facts import EpisodeFacts
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
 from assertions.kinds.base import (
     AssertionType,
     CountRule,
@@ -15,10 +18,7 @@ from assertions.kinds.base import (
     count_rule_problems,
     leaf_builder,
 )
-from assertions.reference_facts import ReferenceEpisode
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.wire.signals import Signal
 
 
 class _Bound(AssertionSpec):

@@ -14,12 +14,12 @@ import jsonschema
 import orjson
 from pydantic import Field, field_validator, model_validator
 
-from assertions.bounded_regex import VALID_FLAGS, BoundedRegex, compile_regex
-from assertions.facts import EpisodeFacts
+from assertions.evaluation.bounded_regex import VALID_FLAGS, BoundedRegex, compile_regex
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
 from assertions.kinds.base import AssertionType, CompileContext, Interest, Leaf, short
-from assertions.reference_facts import ReferenceEpisode
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
 
 JSON = Any
 NO_OUTPUT = (

@@ -14,7 +14,11 @@ from pydantic import (
     model_validator,
 )
 
-from assertions.facts import EpisodeFacts
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.matchers import Predicate, compile_expected
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
 from assertions.kinds.base import (
     AssertionType,
     Box,
@@ -25,12 +29,8 @@ from assertions.kinds.base import (
     leaf_builder,
     plural,
 )
-from assertions.matchers import Predicate, compile_expected
-from assertions.patterns import Pattern, compile_pattern
-from assertions.reference_facts import ReferenceEpisode
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.wire.patterns import Pattern, compile_pattern
+from assertions.wire.signals import Signal
 
 JSON = Any
 

@@ -6,14 +6,20 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from assertions.facts import EpisodeFacts
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.matchers import (
+    PathPart,
+    Predicate,
+    compile_expected,
+    parse_path,
+    resolve_path,
+)
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
 from assertions.kinds.base import AssertionType, CompileContext, Interest, Leaf, short
-from assertions.matchers import PathPart, Predicate, compile_expected, parse_path, resolve_path
-from assertions.patterns import compile_pattern
-from assertions.reference_facts import ReferenceEpisode
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.wire.patterns import compile_pattern
+from assertions.wire.signals import Signal
 
 JSON = Any
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from assertions.results import EpisodeResult, Summary
-from assertions.verdicts import Verdict
+from assertions.evaluation.results import EpisodeResult, Summary
+from assertions.evaluation.verdicts import Verdict
 
 JSON = Any
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assertions.results import iso_ms
-from assertions.signals import Signal, parse_timestamp
+from assertions.evaluation.results import iso_ms
+from assertions.wire.signals import Signal, parse_timestamp
 
 JSON = Any
 SCORE_DIMENSIONS = ("correctness", "cost", "tool_match", "latency", "safety")

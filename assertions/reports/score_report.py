@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from assertions.score_run import SCORE_NAMES, ScoreRunError, check_score_run
+from assertions.scores.run import SCORE_NAMES, ScoreRunError, check_score_run
 
 JSON = Any
 FORMATS = ("markdown", "json")

@@ -26,8 +26,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from assertions.errors import InputError, SignalDecodeError
-from assertions.pricing import PricingTable, default_pricing, load_pricing
-from assertions.signals import Signal
+from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
+from assertions.wire.signals import Signal
 from connectors.gateway import openapi
 from connectors.gateway.auth import TokenStore
 from connectors.gateway.errors import Rejected, Unavailable
@@ -266,7 +266,7 @@ def create_gateway_app(
     tokens: TokenStore | None = None,
     pricing: PricingTable | None = None,
     upstream_transport: httpx.AsyncBaseTransport | None = None,
-    episode_codec: EpisodeCodec | None = None,  # default: seed 002's episode-store shape
+    episode_codec: EpisodeCodec | None = None,  # default: the episode-store shape
     manage_publisher: bool = True,
 ) -> GatewayApp:
     """The gateway app. `manage_publisher`: start/stop the publisher with the app."""
@@ -357,7 +357,7 @@ def _add_ingest_routes(app: GatewayApp, gw: Gateway, episode_codec: EpisodeCodec
     @hot_post(
         app,
         "/v1/llm-calls",
-        summary="LLM-call records, native or seed 002's AIR shape",
+        summary="LLM-call records, native or the AIR shape",
         openapi_extra=openapi.json_or_ndjson(openapi.LLM_CALL),
         responses=openapi.accepted_response(),
         status_code=202,
@@ -371,7 +371,7 @@ def _add_ingest_routes(app: GatewayApp, gw: Gateway, episode_codec: EpisodeCodec
     @hot_post(
         app,
         "/v1/episodes",
-        summary="Whole episodes in seed 002's episode-store shape",
+        summary="Whole episodes in the episode-store shape",
         openapi_extra=openapi.json_or_ndjson(openapi.STORE_EPISODE),
         responses=openapi.accepted_response(),
         status_code=202,

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from assertions.errors import SignalDecodeError
-from assertions.signals import Signal, check_signal, signal_from_obj
+from assertions.wire.signals import Signal, check_signal, signal_from_obj
 from connectors.gateway.errors import Rejected
 from connectors.gateway.publisher import LLM_CALLS, SIGNALS, OutRecord
 from connectors.gateway.redaction import Redactor
@@ -80,7 +80,7 @@ class _Problems:
 def signal_records(
     items: list[JSON], caller: Caller, encoder: Encoder, episode_id: str | None
 ) -> list[OutRecord]:
-    """Native / seed-003 signals; `episode_id` fills in for signals that name none."""
+    """Native / signal-native signals; `episode_id` fills in for signals that name none."""
     problems = _Problems("signal")
     keys: list[str] = []
     records: list[dict[str, JSON]] = []

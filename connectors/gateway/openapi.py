@@ -38,7 +38,7 @@ SIGNAL = {
 
 LLM_CALL = {
     "type": "object",
-    "description": "A native LLM-call record, or seed 002's AIR record (run_id, tokens, ...).",
+    "description": "A native LLM-call record, or the AIR record (run_id, tokens, ...).",
     "oneOf": [
         {
             "title": "native",
@@ -101,7 +101,7 @@ LLM_CALL = {
 
 STORE_EPISODE = {
     "type": "object",
-    "description": "An episode in seed 002's episode-store shape.",
+    "description": "An episode in the episode-store shape.",
     "required": ["agent_id", "steps"],
     "properties": {
         "episode_id": {"type": "string"},

@@ -29,9 +29,9 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from assertions.errors import SignalDecodeError
-from assertions.pricing import PricingTable, Usage
-from assertions.signal_limits import check_text
-from assertions.signals import Signal
+from assertions.wire.limits import check_text
+from assertions.wire.pricing import PricingTable, Usage
+from assertions.wire.signals import Signal
 from connectors.gateway.ingest import Encoder, wire_records
 from connectors.gateway.messages import MessageAccumulator, MessageSummary, summarize_message
 from connectors.gateway.metrics import GatewayMetrics

@@ -1,6 +1,6 @@
 """Secret redaction before anything is published.
 
-The rules are `assertions.secrets` (shared with the safety detectors): a value under a
+The rules are `assertions.scores.secrets` (shared with the safety detectors): a value under a
 secret-looking key name (`authorization`, `x-api-key`, `OPENAI_API_KEY`, `db_password`, ...)
 is replaced whole by `[REDACTED]`; inside strings, each credential shape has its match (or
 only its `secret` group, e.g. the password of a URL) replaced by `[REDACTED:<kind>]`.
@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from assertions.secrets import (
+from assertions.scores.secrets import (
     LAST_WORDS,
     NAME_STEMS,
     SECRET_PATTERNS,
@@ -57,7 +57,7 @@ _LAST_WORD_BEFORE_OPERATOR = re.compile(
 
 
 class _Rule:
-    """One shape, and how its matches are replaced (see `assertions.secrets.SecretPattern`)."""
+    """One shape, and how its matches are replaced (`assertions.scores.secrets.SecretPattern`)."""
 
     __slots__ = ("kind", "names_checked", "pattern", "replaced", "token")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from assertions.signal_limits import check_text
+from assertions.wire.limits import check_text
 
 JSON = Any
 

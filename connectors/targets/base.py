@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from assertions.errors import SignalDecodeError, TargetError
-from assertions.signals import Signal, signal_from_obj
+from assertions.wire.signals import Signal, signal_from_obj
 from connectors.targets.recorder import Recorder
 
 JSON = Any

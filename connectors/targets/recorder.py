@@ -33,7 +33,7 @@ from typing import IO, Any
 
 import orjson
 
-from assertions.signals import Signal
+from assertions.wire.signals import Signal
 
 JSON = Any
 _CURRENT: ContextVar[Recorder | None] = ContextVar("evalstream_recorder", default=None)
@@ -142,7 +142,8 @@ class Recorder:
             self.sink(sig)
         return sid
 
-    # --- conveniences for the standard vocabulary (DESIGN §2, seed 003 appendix) -----------
+    # --- conveniences for the standard vocabulary (DESIGN §2, the signal-native spec appendix)
+    # -----------
 
     def start(self) -> str:
         """`harness:start` with the case input as the initial state (runners call this)."""

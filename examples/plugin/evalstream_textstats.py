@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from assertions.facts import EpisodeFacts
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome
 from assertions.kinds.base import AssertionType, Box, CompileContext, Interest, Leaf
-from assertions.reference_facts import ReferenceEpisode
-from assertions.signals import Signal
-from assertions.spec_base import AssertionSpec
-from assertions.verdicts import Outcome
+from assertions.wire.signals import Signal
 
 
 class TextDeltasMax(AssertionSpec):

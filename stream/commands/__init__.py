@@ -11,7 +11,7 @@ from importlib import import_module
 import click
 
 COMMAND_MODULES = (
-    "stream.commands.scoring",  # status, score, report, nightly (seed 002)
+    "stream.commands.scoring",  # status, score, report, nightly (episode-store workflow)
     "stream.commands.gateway",  # gateway
     "stream.commands.evals",  # eval, matrix, compare
     "stream.commands.review",  # review (human grading queue)

@@ -46,9 +46,9 @@ from assertions.evalruns.reports import (
 )
 from assertions.evalruns.summaries import pct
 from assertions.evalruns.variants import load_variants
-from assertions.judging import Judge
-from assertions.pricing import PricingTable, default_pricing, load_pricing
-from assertions.suites import Suite, load_suite
+from assertions.judge.protocol import Judge
+from assertions.suite_format.suites import Suite, load_suite
+from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
 from connectors.targets.spec import parse_target
 from stream.commands.user_error import UserError
 from stream.evalruns.matrix import MatrixRunner
@@ -324,12 +324,12 @@ def register(group: click.Group) -> None:
 @click.option(
     "--profile",
     type=click.Choice(list(PROFILES)),
-    help="Gate on seed 000's thresholds instead of 'every case passed'.",
+    help="Gate on the eval-harness thresholds instead of 'every case passed'.",
 )
 @click.option(
     "--pass-hat",
-    type=click.Choice(["seed", "unbiased"]),
-    default="seed",
+    type=click.Choice(["simple", "unbiased"]),
+    default="simple",
     show_default=True,
     help="Which pass^k the profile checks.",
 )
@@ -364,7 +364,8 @@ def eval_command(
     reports: tuple[str, ...],
     **run: Any,
 ) -> None:
-    """Run DATASET's cases against a target and evaluate them (seed 003 runDataset)."""
+    """Run DATASET's cases against a target and evaluate them (the signal-native spec
+    runDataset)."""
     suite, settings = _prepare(dataset, reports, no_signals, run)
     base = _load_run(baseline) if baseline else None
     costs = _pricing(pricing)
@@ -462,7 +463,8 @@ def matrix_command(
     reports: tuple[str, ...],
     **run: Any,
 ) -> None:
-    """Run DATASET once per variant; rank them and recommend one (seed 003 runMatrix)."""
+    """Run DATASET once per variant; rank them and recommend one (the signal-native spec
+    runMatrix)."""
     suite, settings = _prepare(dataset, reports, no_signals, run)
     costs = _pricing(pricing)
     try:
@@ -522,7 +524,7 @@ def matrix_command(
     help="Also require the candidate to meet this threshold profile.",
 )
 @click.option(
-    "--pass-hat", type=click.Choice(["seed", "unbiased"]), default="seed", show_default=True
+    "--pass-hat", type=click.Choice(["simple", "unbiased"]), default="simple", show_default=True
 )
 @click.option("--pass-rate-threshold", type=float, default=0.05, show_default=True)
 @click.option(

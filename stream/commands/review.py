@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from assertions.judge_prompt import as_text
-from assertions.review import Rating, RatingValue, ReviewItem, ReviewQueue
+from assertions.graders.human_review import Rating, RatingValue, ReviewItem, ReviewQueue
+from assertions.judge.prompt import as_text
 from stream.commands.user_error import UserError
 
 JSON = Any

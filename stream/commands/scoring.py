@@ -1,4 +1,5 @@
-"""Seed 002's commands: `status`, `score`, `report` and `nightly` (docs/scoring.md).
+"""The episode-store workflow's commands: `status`, `score`, `report` and `nightly`
+(docs/scoring.md).
 
 Exit codes: 0 every episode passed; 1 an episode failed (a CRITICAL alert or a failed
 assertion) — for `nightly`, a CRITICAL alert or regression; 2 a usage or input error,
@@ -21,7 +22,7 @@ import orjson
 from assertions.errors import InputError
 from assertions.evalruns.reports import is_eval_run, render_eval_report
 from assertions.reports.score_report import FORMATS, render_markdown, render_score_report
-from assertions.score_run import SCORE_NAMES, ScoreRun, baselines_of
+from assertions.scores.run import SCORE_NAMES, ScoreRun, baselines_of
 from connectors.episode_store import EpisodeStoreClient, EpisodeStoreError
 from stream.commands.user_error import UserError
 from stream.score_sweep import (
@@ -206,7 +207,7 @@ def _summary_lines(run: ScoreRun) -> list[str]:
 @click.option("--store-url", default=DEFAULT_STORE, show_default=True)
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True)
 def status(store_url: str, timeout_s: float) -> None:
-    """Check the connection to an episode store (seed 002)."""
+    """Check the connection to an episode store (episode-store workflow)."""
 
     async def check() -> None:
         async with EpisodeStoreClient(store_url, timeout_s=timeout_s) as store:

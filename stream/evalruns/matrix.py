@@ -14,10 +14,10 @@ from typing import Any
 from assertions.evalruns.compare import CompareOptions, Comparison, compare
 from assertions.evalruns.matrix import MatrixResult, VariantResult, matrix_result
 from assertions.evalruns.variants import VariantsFile
-from assertions.judging import Judge
-from assertions.pricing import PricingTable
-from assertions.results import iso_ms
-from assertions.suites import Suite
+from assertions.evaluation.results import iso_ms
+from assertions.judge.protocol import Judge
+from assertions.suite_format.suites import Suite
+from assertions.wire.pricing import PricingTable
 from connectors.targets.spec import parse_target
 from stream.evalruns.runner import DatasetRunner, Progress, RunSettings, new_run_id, wall_clock_ms
 
@@ -116,5 +116,5 @@ class MatrixRunner:
 async def run_matrix(
     suite: Suite, variants: VariantsFile, settings: RunSettings | None = None, **kwargs: Any
 ) -> MatrixResult:
-    """Seed 003's runMatrix: every variant over `suite` (see MatrixRunner)."""
+    """The signal-native spec's runMatrix: every variant over `suite` (see MatrixRunner)."""
     return await MatrixRunner(suite, variants, settings, **kwargs).run()

@@ -38,11 +38,11 @@ from assertions.evalruns.models import (
     SampleResult,
 )
 from assertions.evalruns.selection import PlannedCase, for_dataset_run, select_cases
-from assertions.judging import Judge
-from assertions.pricing import PricingTable
-from assertions.results import iso_ms
-from assertions.signals import Signal
-from assertions.suites import Case, Suite
+from assertions.evaluation.results import iso_ms
+from assertions.judge.protocol import Judge
+from assertions.suite_format.suites import Case, Suite
+from assertions.wire.pricing import PricingTable
+from assertions.wire.signals import Signal
 from connectors.targets.anthropic_hook import instrument_anthropic
 from connectors.targets.base import Target, TargetCall, decode_signals, normalize
 from connectors.targets.recorder import Recorder

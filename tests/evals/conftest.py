@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assertions.suites import Suite, load_suite, parse_suite
+from assertions.suite_format.suites import Suite, load_suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "agent"
@@ -25,7 +25,8 @@ def example_suite() -> Suite:
 
 
 def make_suite(cases: Sequence[Mapping[str, Any]], **top: Any) -> Suite:
-    """A dataset in seed 003's format, from Python data (default: one output assertion)."""
+    """A dataset in the signal-native spec's format, from Python data (default: one output
+    assertion)."""
     return parse_suite({"name": "t", "cases": [dict(c) for c in cases], **top}, "<test>")
 
 

@@ -14,7 +14,7 @@ from assertions.evalruns.models import (
     SampleStatus,
 )
 from assertions.evalruns.selection import PlannedCase
-from assertions.suites import Case
+from assertions.suite_format.suites import Case
 from tests.evals.conftest import make_suite
 
 

@@ -198,10 +198,10 @@ def test_eval_report_formats(evalstream: Run, runs: dict[str, Path], tmp_path: P
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("11", "3", "1")
     bad = tmp_path / "other.json"
-    bad.write_text('{"kind": "seed-002-score"}')
+    bad.write_text('{"kind": "episode-store-score"}')
     err = evalstream("eval-report", str(bad))
     assert err.returncode == 2
-    assert "not an eval-run document (kind 'seed-002-score')" in err.stderr
+    assert "not an eval-run document (kind 'episode-store-score')" in err.stderr
 
 
 def test_matrix_ranks_variants_and_gates_on_request(evalstream: Run, tmp_path: Path) -> None:

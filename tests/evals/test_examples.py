@@ -9,8 +9,8 @@ import pytest
 
 from assertions.errors import SuiteError
 from assertions.evalruns.variants import load_variants
-from assertions.schema import suite_json_schema
-from assertions.yaml_positions import load_yaml
+from assertions.suite_format.schema import suite_json_schema
+from assertions.suite_format.yaml_positions import load_yaml
 from tests.evals.conftest import EXAMPLE
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from assertions.evalruns.compare import compare
 from assertions.evalruns.reports import render_eval_report
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
 from connectors.targets.spec import parse_target
 from stream.evalruns.runner import run_dataset
 from tests.evals.conftest import AGENT, HASTY
@@ -69,7 +69,7 @@ def render_in_chromium(html: str, tmp_path: Path) -> Dom:
 
 @pytest.fixture(scope="module")
 def two_runs() -> tuple[object, object]:
-    from assertions.suites import load_suite  # noqa: PLC0415 - module fixture, no per-test cost
+    from assertions.suite_format.suites import load_suite  # noqa: PLC0415 - module fixture, no per-test cost
     from tests.evals.conftest import EXAMPLE  # noqa: PLC0415
 
     suite: Suite = load_suite(EXAMPLE / "dataset.yaml")
@@ -94,7 +94,7 @@ def test_dataset_report_shows_its_numbers(two_runs: tuple[object, object], tmp_p
     assert "10 sample(s)" in texts  # latency and cost histograms
     total = hasty.aggregate_metrics.total_cost  # type: ignore[attr-defined]
     assert dom.by_id["total-cost"] == f"${total:.6f}"
-    assert "pass^3 (seed 000)" in dom.by_id["metrics"]
+    assert "pass^3 (eval-harness)" in dom.by_id["metrics"]
     assert "undefined (n < k)" in dom.by_id["metrics"]
 
 

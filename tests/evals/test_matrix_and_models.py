@@ -7,7 +7,7 @@ import asyncio
 from assertions.evalruns.matrix import VariantResult, matrix_result
 from assertions.evalruns.models import DatasetResult, SampleStatus
 from assertions.evalruns.reports import dump_document, is_eval_run, read_eval_document
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
 from connectors.targets.spec import parse_target
 from stream.evalruns.runner import RunSettings, run_dataset
 from tests.evals.conftest import AGENT

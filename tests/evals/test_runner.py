@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from assertions.errors import InputError
-from assertions.judging import JudgeRequest, JudgeVerdict
-from assertions.suites import Suite
+from assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from assertions.suite_format.suites import Suite
 from connectors.targets.python_callable import CallableTarget
 from connectors.targets.spec import parse_target
 from stream.evalruns.runner import DatasetRunner, RunSettings, run_dataset
@@ -378,7 +378,7 @@ def test_http_target(signals_server: str) -> None:
 
 def test_saved_signals_give_the_same_verdicts_under_check(example_suite: Suite) -> None:
     """One engine: re-evaluating a run's saved signals with `check` gives the same verdicts."""
-    from assertions.signals import signal_from_obj  # noqa: PLC0415
+    from assertions.wire.signals import signal_from_obj  # noqa: PLC0415
     from stream.offline import evaluate_signals  # noqa: PLC0415
 
     result = run(example_suite, parse_target(AGENT), config=HASTY, repeat=2)

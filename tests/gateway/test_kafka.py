@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from starlette.testclient import TestClient
 
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from connectors.gateway import GatewaySettings, KafkaPublisher, create_gateway_app
 from connectors.gateway.auth import stored_form
 from stream.dev_kafka import KafkaBroker

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from starlette.testclient import TestClient
 
-from assertions.signals import Signal
+from assertions.wire.signals import Signal
 from connectors.otlp_genai import otlp_signals, span_count
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import bearer

@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Tracer
 
-from assertions.assembly import CloseRules
-from assertions.results import EpisodeResult
-from assertions.suites import parse_suite
+from assertions.evaluation.assembly import CloseRules
+from assertions.evaluation.results import EpisodeResult
+from assertions.suite_format.suites import parse_suite
 from connectors.gateway.publisher import MemoryPublisher
 from stream.pipeline import Envelope, MemorySink, Pipeline
 from tests.gateway.live import TOKENS, LiveServer

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from assertions.judge_prompt import JudgeResponseError
-from assertions.judging import JudgeExample, JudgeRequest, JudgeVerdict
-from assertions.pricing import Usage as PricingUsage
-from assertions.pricing import default_pricing
-from assertions.signals import Signal
-from assertions.suites import parse_suite
+from assertions.judge.prompt import JudgeResponseError
+from assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
+from assertions.suite_format.suites import parse_suite
 from assertions.testing import SignalFactory
+from assertions.wire.pricing import Usage as PricingUsage
+from assertions.wire.pricing import default_pricing
+from assertions.wire.signals import Signal
 from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
 from stream.judge import PrometheusJudgeObserver, make_judge
 from stream.metrics import PipelineMetrics

@@ -1,4 +1,4 @@
-"""Seed 000's code graders: exact match, regex, structural comparison (pure)."""
+"""The eval-harness code graders: exact match, regex, structural comparison (pure)."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def test_without_a_key_llm_judge_is_an_error_not_a_pass(tmp_path: Path) -> None:
 
 
 JUDGE_FACTORY = """
-from assertions.judging import JudgeVerdict
+from assertions.judge.protocol import JudgeVerdict
 
 
 class KeywordJudge:

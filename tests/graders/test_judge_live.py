@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from assertions.judging import JudgeRequest
+from assertions.judge.protocol import JudgeRequest
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
 from tests.graders.judge_helpers import BAD, CRITERIA, GOOD
 

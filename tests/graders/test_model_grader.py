@@ -1,4 +1,5 @@
-"""Seed 000's model grader over an injected judge: pass, fail, error, and the request it asks."""
+"""The eval-harness model grader over an injected judge: pass, fail, error, and the request it
+asks."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import pytest
 
 from assertions.graders import ModelGraderConfig, grade_with_model
-from assertions.judging import JudgeRequest, JudgeVerdict
+from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 
 CONFIG = ModelGraderConfig.model_validate(
     {

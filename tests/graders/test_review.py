@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from assertions.agreement import krippendorff_alpha, percent_agreement
-from assertions.review import Rating, ReviewQueue
+from assertions.graders.agreement import krippendorff_alpha, percent_agreement
+from assertions.graders.human_review import Rating, ReviewQueue
 from stream.cli import cli
 
 JSON = Any
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "seed000"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval-harness"
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", example C: four
 # observers, twelve units, missing values; published alphas: nominal .743, ordinal .815,

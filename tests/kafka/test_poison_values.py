@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
 from tests.kafka.helpers import Deployment, by_episode, consume, jsonl_records, produce, without_key

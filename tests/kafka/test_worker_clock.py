@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from connectors.kafka_topics import ensure_topics, topic_config
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files

@@ -21,8 +21,8 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
-from assertions.results import EpisodeResult
-from assertions.suites import load_suite
+from assertions.evaluation.results import EpisodeResult
+from assertions.suite_format.suites import load_suite
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
 from tests.kafka.helpers import Deployment, by_episode, consume, produce, without_key

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from stream.embedded import EmbeddedRun, run_embedded
 from stream.metrics import PipelineMetrics
 from stream.offline import check_files

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from stream.embedded import run_embedded
 from stream.offline import check_files
 from stream.rejections import RejectionLog

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from assertions.signals import Signal
-from assertions.suites import Suite, parse_suite
-from assertions.yaml_positions import load_yaml
+from assertions.suite_format.suites import Suite, parse_suite
+from assertions.suite_format.yaml_positions import load_yaml
+from assertions.wire.signals import Signal
 from stream.metrics import PipelineMetrics
 from stream.offline import evaluate_signals
 from stream.pipeline import EPISODES, MemorySink, Pipeline

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from assertions.assembly import CloseRules
-from assertions.suites import load_suite
+from assertions.evaluation.assembly import CloseRules
+from assertions.suite_format.suites import load_suite
 from stream.pipeline import ALERTS, EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 
 SUITE = """name: reopen

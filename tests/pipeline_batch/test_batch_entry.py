@@ -15,8 +15,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions.assembly import CloseReason, CloseRules
-from assertions.suites import Suite, parse_suite
+from assertions.evaluation.assembly import CloseReason, CloseRules
+from assertions.suite_format.suites import Suite, parse_suite
 from stream.metrics import PipelineMetrics
 from stream.pipeline import Envelope, MemorySink, Pipeline
 

@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
-from assertions.scoring import ScoringInput
+from assertions.scores.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
+from assertions.scores.dimensions import ScoringInput
 
 # Key attr values as they arrive: strings, numbers, null, a list, or absent.
 values = st.one_of(

@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.baselines import FileBaselines, RollingBaselines
 from assertions.errors import InputError
-from assertions.scoring_stage import ScoringSettings
+from assertions.scores.baselines import FileBaselines, RollingBaselines
+from assertions.scores.stage import ScoringSettings
 
 JSON_VALUES = st.recursive(
     st.none()

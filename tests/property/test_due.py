@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.assembly import CloseReason, CloseRules, EpisodeAssembler, OpenEpisode
-from assertions.signals import Signal
-from assertions.suites import SuiteSet
+from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler, OpenEpisode
+from assertions.suite_format.suites import SuiteSet
+from assertions.wire.signals import Signal
 
 EPISODES = [f"e{i}" for i in range(6)]
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions.judging import JudgeRequest
-from assertions.reference_facts import ReferenceEpisode
-from assertions.registry import all_types
-from assertions.signals import Signal
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.registry import all_types
+from assertions.evaluation.verdicts import Outcome
+from assertions.judge.protocol import JudgeRequest
 from assertions.testing import parse_all, run_assertions, run_reference
-from assertions.verdicts import Outcome
+from assertions.wire.signals import Signal
 
 AGENTS = ["planner", "coder", "reviewer"]
 TOOLS = ["Read", "Edit", "Bash"]

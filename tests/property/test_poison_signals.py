@@ -21,8 +21,8 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 from starlette.testclient import TestClient
 
-from assertions.suites import Suite, parse_suite
-from assertions.yaml_positions import load_yaml
+from assertions.suite_format.suites import Suite, parse_suite
+from assertions.suite_format.yaml_positions import load_yaml
 from connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
 from stream.embedded import run_embedded
 from stream.offline import check_files

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions.alert_rules import AlertRules, Severity
-from assertions.baselines import Baseline, BaselineKey
-from assertions.scoring import (
+from assertions.alerting.alert_rules import AlertRules, Severity
+from assertions.evaluation.verdicts import Verdict
+from assertions.scores.baselines import Baseline, BaselineKey
+from assertions.scores.dimensions import (
     DEFAULT_DETECTORS,
     DIMENSIONS,
     SafetyConfig,
@@ -29,7 +30,6 @@ from assertions.scoring import (
     score_episode,
     tool_match_score,
 )
-from assertions.verdicts import Verdict
 
 TOOLS = ["search", "read", "edit", "bash", "web"]
 tool_seqs = st.lists(st.sampled_from(TOOLS), max_size=40)

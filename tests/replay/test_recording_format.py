@@ -143,7 +143,7 @@ def test_rename_changes_key_and_episode_field_together() -> None:
         5,
         (("h", b"v"),),
     )
-    # No episode field (seed-003 shape): the key alone names the episode.
+    # No episode field (signal-native shape): the key alone names the episode.
     keyed = RecordedMessage("t", 0, 0, 1, b"ep", b'{"name":"a","timestamp":1}')
     assert rename.apply(keyed).value == keyed.value
     assert rename.apply(keyed).key == b"r-ep-2"

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from connectors.recording import RecordedMessage, RecordingWriter
 from stream.offline import check_files
 from stream.replay import CONTROL_PREFIX, FileSource, Pacer, PipelineTarget, replay

@@ -1,4 +1,4 @@
-"""Episode-store episodes for tests, in the shape of seed 002's store."""
+"""Episode-store episodes for tests, in the shape of the episode store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The episode-store client against a local server implementing seed 002's store API."""
+"""The episode-store client against a local server implementing the episode store's API."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from assertions.alert_rules import AlertRules, EpisodeAlert, Severity
-from assertions.baselines import Baseline, BaselineKey
-from assertions.scoring import (
+from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, Severity
+from assertions.scores.baselines import Baseline, BaselineKey
+from assertions.scores.dimensions import (
     DIMENSIONS,
     EpisodeScores,
     ScoringInput,

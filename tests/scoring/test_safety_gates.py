@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from assertions.safety import DEFAULT_DETECTORS, Detector, SafetyConfig, output_shape, safety_score
-from assertions.score_checks import ScoringConfigError
+from assertions.scores.checks import ScoringConfigError
+from assertions.scores.safety import (
+    DEFAULT_DETECTORS,
+    Detector,
+    SafetyConfig,
+    output_shape,
+    safety_score,
+)
 
 CARD = Detector("card", r"(?<!\d)\d(?:[ \-]?\d){12,18}(?!\d)", 0.3, validator="luhn")
 GATED_CARD = Detector(

@@ -1,4 +1,5 @@
-"""`evalstream status / score / report / nightly` against a local episode store (seed 002)."""
+"""`evalstream status / score / report / nightly` against a local episode store (episode-store
+workflow)."""
 
 from __future__ import annotations
 

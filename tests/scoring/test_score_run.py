@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from assertions.reports.score_report import render_score_report
-from assertions.score_run import ScoreRunError
+from assertions.scores.run import ScoreRunError
 from stream.score_sweep import NightlySettings, SweepError, parse_since, run_nightly
 from tests.scoring.episodes import make_episode
 

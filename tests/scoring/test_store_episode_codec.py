@@ -1,4 +1,4 @@
-"""Seed 002's episode-store episodes become native signals, and bad episodes fail clearly."""
+"""The episode-store episodes become native signals, and bad episodes fail clearly."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from assertions.assembly import EpisodeAssembler
 from assertions.errors import InputError, SignalDecodeError
-from assertions.scoring import ScoringInput
-from assertions.signals import Signal, signal_from_obj
-from assertions.suites import SuiteSet
+from assertions.evaluation.assembly import EpisodeAssembler
+from assertions.scores.dimensions import ScoringInput
+from assertions.suite_format.suites import SuiteSet
+from assertions.wire.signals import Signal, signal_from_obj
 from connectors.store_episode_codec import StoreEpisodeError, episode_to_signals
 
 T0 = 1_767_225_600_000.0  # 2026-01-01T00:00:00Z in epoch ms

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from assertions.scoring_stage import (
+from assertions.scores.stage import (
     ScoringSettings,
     ScoringSettingsError,
     load_scoring_settings,
 )
-from assertions.suites import load_suite
+from assertions.suite_format.suites import load_suite
 from stream.embedded import run_embedded
 from stream.metrics import PipelineMetrics
 from tests.scoring.http_peer import ScriptedServer
@@ -96,7 +96,7 @@ def test_scores_and_alerts_join_the_episode_records(tmp_path: Path) -> None:
             if stream == "episodes":
                 records.append(record)
 
-    from assertions.scoring_stage import ScoringStage  # noqa: PLC0415
+    from assertions.scores.stage import ScoringStage  # noqa: PLC0415
     from stream.pipeline import Envelope, Pipeline  # noqa: PLC0415
 
     settings = load_scoring_settings(scoring)

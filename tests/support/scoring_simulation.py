@@ -43,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from assertions.regression import COST, LATENCY_P95, PASS_RATE, AlertEvent, AlertState
+from assertions.alerting.regression import COST, LATENCY_P95, PASS_RATE, AlertEvent, AlertState
 from stream.score_sweep import ScoreSettings, score_episodes
 
 JSON = Any

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from assertions.suites import Suite
+from assertions.suite_format.suites import Suite
 from stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 
 JSON = Any

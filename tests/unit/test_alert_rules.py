@@ -1,4 +1,5 @@
-"""Per-episode alert rules: seed 002's defaults, strict boundaries, configuration, passing."""
+"""Per-episode alert rules: the episode-store workflow's defaults, strict boundaries,
+configuration, passing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import orjson
 import pytest
 import yaml
 
-from assertions.alert_rules import (
+from assertions.alerting.alert_rules import (
     AlertConfigError,
     AlertRules,
     EpisodeAlert,
@@ -17,9 +18,9 @@ from assertions.alert_rules import (
     episode_passes,
     has_critical,
 )
-from assertions.baselines import Baseline, BaselineKey
-from assertions.scoring import EpisodeScores, SafetyResult, ScoringInput, score_episode
-from assertions.verdicts import Verdict
+from assertions.evaluation.verdicts import Verdict
+from assertions.scores.baselines import Baseline, BaselineKey
+from assertions.scores.dimensions import EpisodeScores, SafetyResult, ScoringInput, score_episode
 
 RULES = AlertRules()
 

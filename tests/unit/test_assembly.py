@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from assertions.assembly import Accept, CloseReason, CloseRules, EpisodeAssembler
-from assertions.facts import MAX_TOOL_SEQUENCE, EpisodeFacts
-from assertions.pricing import default_pricing
-from assertions.results import EpisodeResult
-from assertions.signals import Signal
-from assertions.suites import SuiteSet, parse_suite
+from assertions.evaluation.assembly import Accept, CloseReason, CloseRules, EpisodeAssembler
+from assertions.evaluation.facts import MAX_TOOL_SEQUENCE, EpisodeFacts
+from assertions.evaluation.results import EpisodeResult
+from assertions.evaluation.verdicts import Verdict
+from assertions.suite_format.suites import SuiteSet, parse_suite
 from assertions.testing import SignalFactory
-from assertions.verdicts import Verdict
+from assertions.wire.pricing import default_pricing
+from assertions.wire.signals import Signal
 
 SUITE = parse_suite(
     {

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.baselines import (
+from assertions.scores.baselines import (
     Baseline,
     BaselineEntry,
     BaselineError,
@@ -18,7 +18,7 @@ from assertions.baselines import (
     RollingBaselines,
     summarise,
 )
-from assertions.scoring import ScoringInput, score_episode
+from assertions.scores.dimensions import ScoringInput, score_episode
 
 ATTRS = {"agent_id": "bot", "case_id": "c1"}
 

@@ -10,7 +10,7 @@ from assertions.reports.episode_timeline import (
     assemble_timeline,
     render_text,
 )
-from assertions.signals import Signal
+from assertions.wire.signals import Signal
 
 EID = "ep-1"
 DAY_1 = 1_767_225_600_000.0  # 2026-01-01T00:00:00Z

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from assertions.engine import AssertionOutcome
-from assertions.signals import Signal
+from assertions.evaluation.engine import AssertionOutcome
 from assertions.testing import SignalFactory, evaluate_agreeing, run_assertions, run_reference
+from assertions.wire.signals import Signal
 
 JSON = Any
 Spec = dict[str, JSON]

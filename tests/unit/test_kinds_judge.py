@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from assertions.engine import AssertionOutcome
-from assertions.judging import JudgeRequest, JudgeVerdict
+from assertions.evaluation.engine import AssertionOutcome
+from assertions.evaluation.reference_facts import SyncJudge
+from assertions.evaluation.verdicts import Outcome
+from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
-from assertions.reference_facts import SyncJudge
-from assertions.signals import Signal
 from assertions.testing import SignalFactory, evaluate_agreeing, run_assertions, run_reference
-from assertions.verdicts import Outcome
+from assertions.wire.signals import Signal
 
 JSON = Any
 SPEC: dict[str, JSON] = {

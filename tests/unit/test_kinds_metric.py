@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from assertions.engine import AssertionOutcome
-from assertions.pricing import ModelPrice, PricingTable
-from assertions.signals import Signal
+from assertions.evaluation.engine import AssertionOutcome
 from assertions.testing import SignalFactory, evaluate_agreeing
+from assertions.wire.pricing import ModelPrice, PricingTable
+from assertions.wire.signals import Signal
 
 JSON = Any
 Build = Callable[[SignalFactory], list[Signal]]
@@ -343,7 +343,7 @@ TOKENS_CASES = [
         lambda f: [f("provider:end", {"usage": {"prompt_tokens": 10, "completion_tokens": 20}})],
         "pass",
         "s1",
-        id="seed-003-usage-and-provider-spelling",
+        id="signal-native-usage-and-provider-spelling",
     ),
     pytest.param(
         "max total",

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from assertions.engine import AssertionOutcome
-from assertions.signals import Signal
+from assertions.evaluation.engine import AssertionOutcome
 from assertions.testing import SignalFactory, evaluate_agreeing
+from assertions.wire.signals import Signal
 
 JSON = Any
 Call = str | tuple[str, JSON]

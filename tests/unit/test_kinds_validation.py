@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assertions.registry import AssertionParseError, builtin_types, parse_assertion
+from assertions.evaluation.registry import AssertionParseError, builtin_types, parse_assertion
 
 JSON = Any
 
@@ -57,7 +57,7 @@ def test_every_type_parses(data: dict[str, JSON]) -> None:
     spec = parse_assertion(data)
     assert spec.type == data["type"]
     wire = spec.wire()
-    # fields keep their seed-003 spelling (afterSignal, agentId, ...) and their values
+    # fields keep their signal-native spelling (afterSignal, agentId, ...) and their values
     assert {key: wire[key] for key in data} == data
     assert parse_assertion(wire).rule_id() == spec.rule_id()
 

@@ -1,4 +1,4 @@
-"""LLM-call records (native and seed-002 AIR) become provider:start / provider:end signals."""
+"""LLM-call records (native and episode-store AIR) become provider:start / provider:end signals."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from assertions.errors import SignalDecodeError
-from assertions.suites import parse_suite
+from assertions.suite_format.suites import parse_suite
 from connectors.llm_call_codec import llm_call_signals
 from stream.pipeline import EPISODES, Envelope, MemorySink, Pipeline
 

@@ -1,4 +1,4 @@
-"""Value matchers, payload partial matching and state paths (`assertions.matchers`)."""
+"""Value matchers, payload partial matching and state paths (`assertions.evaluation.matchers`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from assertions.matchers import (
+from assertions.evaluation.matchers import (
     MATCHER_KEYS,
     compile_expected,
     is_value_matcher,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assertions.bounded_regex import VALID_FLAGS, BoundedRegex, compile_regex
 from assertions.errors import EvaluationError, RegexTimeoutError
-from assertions.patterns import compile_pattern
+from assertions.evaluation.bounded_regex import VALID_FLAGS, BoundedRegex, compile_regex
+from assertions.wire.patterns import compile_pattern
 
 # --- glob patterns ---------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ def test_the_environment_can_ask_for_pure_python(tree: Path) -> None:
 
 
 def test_an_edited_source_makes_the_build_stale(tree: Path) -> None:
-    source = native.source_path("assertions.engine", tree)
+    source = native.source_path("assertions.evaluation.engine", tree)
     source.write_text(source.read_text() + "\n# edited\n")
     why = native.why_not_native(tree, environ={})
     assert why is not None
@@ -47,9 +47,9 @@ def test_an_edited_source_makes_the_build_stale(tree: Path) -> None:
 
 
 def test_a_missing_extension_is_not_run_beside_pure_modules(tree: Path) -> None:
-    native.extension_path("assertions.facts", tree).unlink()
+    native.extension_path("assertions.evaluation.facts", tree).unlink()
     assert native.why_not_native(tree, environ={}) == (
-        "compiled module assertions.facts is missing (run `make native`)"
+        "compiled module assertions.evaluation.facts is missing (run `make native`)"
     )
 
 

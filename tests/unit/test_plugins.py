@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from assertions import registry
 from assertions.errors import SuiteError
-from assertions.registry import ENTRY_POINT_GROUP, parse_assertion
-from assertions.suites import parse_suite
+from assertions.evaluation import registry
+from assertions.evaluation.registry import ENTRY_POINT_GROUP, parse_assertion
+from assertions.evaluation.verdicts import Verdict
+from assertions.suite_format.suites import parse_suite
 from assertions.testing import SignalFactory, run_assertions, run_reference
-from assertions.verdicts import Verdict
 
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "examples" / "plugin"
 

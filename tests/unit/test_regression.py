@@ -10,15 +10,14 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.alert_rules import Severity
-from assertions.baselines import Baseline, BaselineKey
-from assertions.cusum import (
+from assertions.alerting.alert_rules import Severity
+from assertions.alerting.cusum import (
     bernoulli_threshold,
     normal_delay,
     normal_threshold,
     robust_location_scale,
 )
-from assertions.regression import (
+from assertions.alerting.regression import (
     COST,
     LATENCY_P95,
     PASS_RATE,
@@ -30,7 +29,8 @@ from assertions.regression import (
     RegressionConfigError,
     RegressionDetector,
 )
-from assertions.scoring import ScoringInput, score_episode
+from assertions.scores.baselines import Baseline, BaselineKey
+from assertions.scores.dimensions import ScoringInput, score_episode
 
 MINUTE = 60_000.0
 WARM = 250  # reference (150) + guard (100): the first tests run after this many episodes

@@ -8,13 +8,14 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.alert_rules import AlertRules, episode_passes
-from assertions.assembly import CloseRules, EpisodeAssembler
-from assertions.baselines import Baseline, BaselineKey
-from assertions.engine import AssertionOutcome
-from assertions.facts import EpisodeMetrics
-from assertions.results import EpisodeResult
-from assertions.scoring import (
+from assertions.alerting.alert_rules import AlertRules, episode_passes
+from assertions.evaluation.assembly import CloseRules, EpisodeAssembler
+from assertions.evaluation.engine import AssertionOutcome
+from assertions.evaluation.facts import EpisodeMetrics
+from assertions.evaluation.results import EpisodeResult
+from assertions.evaluation.verdicts import Verdict
+from assertions.scores.baselines import Baseline, BaselineKey
+from assertions.scores.dimensions import (
     DEFAULT_DETECTORS,
     BaselineMismatchError,
     Detector,
@@ -34,9 +35,8 @@ from assertions.scoring import (
     score_episode,
     tool_match_score,
 )
-from assertions.suites import SuiteSet, parse_suite
+from assertions.suite_format.suites import SuiteSet, parse_suite
 from assertions.testing import SignalFactory
-from assertions.verdicts import Verdict
 
 ATTRS = {"agent_id": "bot", "case_id": "c1"}
 KEY = BaselineKey.of(ATTRS)

@@ -14,8 +14,8 @@ import orjson
 import pytest
 import yaml
 
-from assertions.safety import DEFAULT_DETECTORS, safety_score
-from assertions.secrets import SECRET_PATTERNS, is_secret_name, name_words
+from assertions.scores.safety import DEFAULT_DETECTORS, safety_score
+from assertions.scores.secrets import SECRET_PATTERNS, is_secret_name, name_words
 from connectors.gateway.redaction import REDACTED, Redactor
 
 CORPUS: dict[str, Any] = yaml.safe_load(

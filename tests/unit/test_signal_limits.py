@@ -1,4 +1,4 @@
-"""The limits every signal meets at the edge (assertions/signal_limits.py, docs/signals.md)."""
+"""The limits every signal meets at the edge (assertions/wire/limits.py, docs/signals.md)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from assertions.errors import SignalDecodeError
-from assertions.signal_limits import MAX_ID_CHARS, MAX_TIMESTAMP_MS
-from assertions.signals import Signal, check_signal, signal_from_obj
+from assertions.wire.limits import MAX_ID_CHARS, MAX_TIMESTAMP_MS
+from assertions.wire.signals import Signal, check_signal, signal_from_obj
 from connectors.llm_call_codec import llm_call_signals
 
 OK: dict[str, Any] = {"id": "s1", "episode_id": "e1", "name": "tool:call", "timestamp": 1000}

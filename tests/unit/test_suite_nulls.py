@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from assertions.errors import SuiteError, SuiteWarning
-from assertions.suites import load_suite, parse_suite
-from assertions.yaml_positions import load_yaml
+from assertions.suite_format.suites import load_suite, parse_suite
+from assertions.suite_format.yaml_positions import load_yaml
 
 DEBUGGING = """\
 name: Debugging Agent Eval

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from assertions.assembly import CloseReason, CloseRules, EpisodeAssembler
-from assertions.results import EpisodeResult
-from assertions.suites import Suite, SuiteSet, parse_suite
+from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler
+from assertions.evaluation.results import EpisodeResult
+from assertions.evaluation.verdicts import Verdict
+from assertions.suite_format.suites import Suite, SuiteSet, parse_suite
 from assertions.testing import SignalFactory
-from assertions.verdicts import Verdict
 
 JSON = Any
 

@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 
 from assertions.errors import SuiteError
-from assertions.schema import suite_json_schema
-from assertions.suites import load_suite
-from assertions.yaml_positions import load_yaml
+from assertions.suite_format.schema import suite_json_schema
+from assertions.suite_format.suites import load_suite
+from assertions.suite_format.yaml_positions import load_yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -7,13 +7,13 @@ from typing import Any, Literal
 
 import pytest
 
-from assertions import registry
-from assertions.facts import EpisodeFacts
+from assertions.evaluation import registry
+from assertions.evaluation.facts import EpisodeFacts
+from assertions.evaluation.reference_facts import ReferenceEpisode
+from assertions.evaluation.spec_base import AssertionSpec
+from assertions.evaluation.verdicts import Outcome, Verdict
 from assertions.kinds.base import AssertionType, Interest, Leaf, leaf_builder
-from assertions.reference_facts import ReferenceEpisode
-from assertions.spec_base import AssertionSpec
 from assertions.testing import SignalFactory, evaluate_agreeing
-from assertions.verdicts import Outcome, Verdict
 
 
 class Inconsistent(AssertionSpec):

@@ -1,0 +1,1 @@
+"""Alerts: per-episode alert rules and windowed regression detection (CUSUM)."""

@@ -1,0 +1,1 @@
+"""The eval-harness eval files, grading and reports (see the modules)."""

@@ -1,0 +1,1 @@
+"""The LLM judge, pure half: the question and answer protocol and the prompt."""

@@ -1,1 +1,0 @@
-"""Seed 001's skill-eval file schemas (see `assertions.seed001.models`)."""

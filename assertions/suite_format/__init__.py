@@ -1,0 +1,1 @@
+"""Suites: the YAML format, its loading with positions, and its JSON Schema."""
