@@ -468,9 +468,12 @@ class Pipeline:
         """The `error` record of an episode that could not be evaluated or reported. Raises
         only when the sink does (the transport, not this episode)."""
         result = c.error_result()
-        instance = c.episode.first_signal_id
-        await self.sink.publish(EPISODES, result.episode_id, episode_record(result, instance))
-        exemplar = episode_exemplar(result.episode_id, result.attrs, instance, time.time())
+        await self.sink.publish(
+            EPISODES, result.episode_id, episode_record(result, c.episode.first_signal_id)
+        )
+        exemplar = episode_exemplar(
+            result.episode_id, result.attrs, c.episode.first_signal_id, time.time()
+        )
         self.metrics.episodes.inc((result.close_reason, result.status), 1.0, exemplar)
         if self.on_result is not None:
             self.on_result(result)

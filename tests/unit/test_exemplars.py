@@ -24,6 +24,7 @@ from stream.exemplars import (
 from stream.fast_metrics import LabelledCounter, LabelledHistogram
 from stream.metrics import PipelineMetrics
 from stream.pipeline import MemorySink, Pipeline
+from tests.pipeline.test_episode_errors import POISONS, mixed, run_pipeline
 
 SUITE = """name: tiny
 defaultAssertions:
@@ -156,3 +157,11 @@ def test_trace_id_comes_from_the_attribute_or_an_otlp_signal_id() -> None:
     assert episode_trace_id({"trace_id": "not-a-trace"}, "sig-1") is None
     assert episode_trace_id({}, "otel:short:1:start") is None
     assert episode_trace_id({}, "sig-1") is None
+
+
+def test_an_episode_reported_as_error_is_named_on_its_outcome() -> None:
+    _, metrics = run_pipeline(mixed(POISONS["infinite tokens (evaluation fails)"]))
+    text = openmetrics_latest(metrics.registry).decode()  # type: ignore[no-untyped-call]
+    closed = exemplars_of(text, "evalstream_episodes_closed_total")
+    by_outcome = {dict(k)["outcome"]: v["episode_id"] for k, v in closed.items()}
+    assert by_outcome["error"] == "bad"
