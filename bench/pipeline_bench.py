@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The worker's in-process pipeline, per signal (issue 3, item 8).
 
-    .venv/bin/python bench/pipeline_bench.py [--episodes 600] [--repeat 5] [--profile]
+    .venv/bin/python bench/pipeline_bench.py [--episodes 600] [--repeat 5] [--profile] [--scoring]
     .venv/bin/python bench/pipeline_bench.py --fingerprint
 
 Feeds the Kafka benchmark's records (bench/kafka_bench.py: 100-signal episodes of
@@ -10,7 +10,9 @@ as the worker does (keyed envelopes, the record's timestamp as `now`, the 20-ass
 of bench/suite.yaml), without a broker. Prints signals/s and µs/signal from CPU time
 (`time.process_time`), the median of `--repeat` runs after one warm-up run, for the
 per-signal entry point (`Pipeline.handle`) and the batch one (`Pipeline.handle_batch`, what
-the worker calls) in batches of the consumer's size.
+the worker calls) in batches of the consumer's size. `--scoring` also scores every closed
+episode (rolling baselines and per-episode alert rules, no windowed detection): the
+per-episode score, delta and alert metrics.
 
 `--fingerprint` prints the SHA-256 of every output record (verdicts, episodes, dlq, alerts;
 sorted-key JSON) and of the counters and gauges, for the benchmark input and for a messy one
@@ -63,7 +65,17 @@ def bench_records(episodes: int) -> list[tuple[bytes, bytes]]:
     return list(interleaved([episode_records(i, "x") for i in range(episodes)]))
 
 
-def new_pipeline(suite: Suite) -> Pipeline:
+THROUGHPUT_SCORING = {
+    "baselines": {"mode": "rolling", "window": 5, "key_attrs": ["agent_id", "variant"]},
+    "alerts": {"cost": {"warning": 5, "critical": 15}, "latency": {"warning": 5, "critical": 15}},
+}
+
+
+def new_pipeline(suite: Suite, scoring: bool = False) -> Pipeline:
+    stage = None
+    if scoring:
+        settings = ScoringSettings.load(THROUGHPUT_SCORING)
+        stage = ScoringStage(settings, settings.baseline_store())
     return Pipeline(
         [suite],
         MemorySink(),
@@ -71,6 +83,7 @@ def new_pipeline(suite: Suite) -> Pipeline:
         metrics=PipelineMetrics(),
         require_key=True,
         time_each_message=False,
+        scoring=stage,
     )
 
 
@@ -92,9 +105,11 @@ async def run_batch(p: Pipeline, records: Sequence[tuple[bytes, bytes]]) -> None
 RUNNERS = {"handle": run_handle, "handle_batch": run_batch}
 
 
-def measure(mode: str, suite: Suite, records: Sequence[tuple[bytes, bytes]]) -> float:
+def measure(
+    mode: str, suite: Suite, records: Sequence[tuple[bytes, bytes]], scoring: bool = False
+) -> float:
     """CPU seconds of one run (pipeline construction excluded)."""
-    p = new_pipeline(suite)
+    p = new_pipeline(suite, scoring)
     gc.collect()
     started = time.process_time()
     asyncio.run(RUNNERS[mode](p, records))
@@ -111,14 +126,14 @@ def throughput(args: argparse.Namespace) -> None:
     print("| entry point | signals/s (CPU) | µs/signal | runs |")
     print("|---|---:|---:|---|")
     for mode in args.modes:
-        measure(mode, suite, records)  # warm-up: caches, dispatch tables, allocator
-        runs = [measure(mode, suite, records) for _ in range(args.repeat)]
+        measure(mode, suite, records, args.scoring)  # warm-up: caches, dispatch tables, allocator
+        runs = [measure(mode, suite, records, args.scoring) for _ in range(args.repeat)]
         med = statistics.median(runs)
         spread = ", ".join(f"{n / r:,.0f}" for r in runs)
         print(f"| `{mode}` | {n / med:,.0f} | {med / n * 1e6:.2f} | {spread} |")
     if args.profile:
         for mode in args.modes:
-            p = new_pipeline(suite)
+            p = new_pipeline(suite, args.scoring)
             prof = cProfile.Profile()
             prof.enable()
             asyncio.run(RUNNERS[mode](p, records))
@@ -428,6 +443,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--fingerprint", action="store_true")
+    parser.add_argument("--scoring", action="store_true", help="throughput: score every episode")
     parser.add_argument(
         "--modes", type=lambda s: s.split(","), default=list(RUNNERS), help="handle,handle_batch"
     )

@@ -9,6 +9,10 @@ registry is collected; the exposition (names, labels, buckets, sums) is the same
 
 Updates and collection may run on different threads (the worker's /metrics server): a
 collection copies each dict in one C call, under the GIL, before reading it.
+
+An update may name the episode behind it (`stream.exemplars.EpisodeExemplar`): each counter
+series, and each histogram bucket, keeps the latest one as its OpenMetrics exemplar, as
+prometheus_client's `inc(exemplar=…)` / `observe(exemplar=…)` do.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from collections.abc import Iterator, Sequence
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
-from prometheus_client.samples import Sample
+from prometheus_client.samples import Exemplar, Sample
 from prometheus_client.utils import floatToGoString
+
+from stream.exemplars import EpisodeExemplar
 
 Labels = tuple[str, ...]
 
@@ -40,11 +46,16 @@ class LabelledCounter:
         self.documentation = documentation
         self.labelnames = list(labelnames)
         self._values: dict[Labels, float] = {}
+        self._exemplars: dict[Labels, tuple[EpisodeExemplar, float]] = {}
         registry.register(self)
 
-    def inc(self, labels: Labels, amount: float = 1.0) -> None:
+    def inc(
+        self, labels: Labels, amount: float = 1.0, exemplar: EpisodeExemplar | None = None
+    ) -> None:
         values = self._values
         values[labels] = values.get(labels, 0.0) + amount
+        if exemplar is not None:
+            self._exemplars[labels] = (exemplar, amount)
 
     def touch(self, labels: Labels) -> None:
         """Makes the series exist at 0 (a bounded label set shown from the start)."""
@@ -55,8 +66,10 @@ class LabelledCounter:
 
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        exemplars = dict(self._exemplars)
         for labels, value in sorted(dict(self._values).items()):
-            family.add_metric(list(labels), value)
+            held = exemplars.get(labels)
+            family.add_metric(list(labels), value, exemplar=_exemplar(held))
         yield family
 
 
@@ -81,14 +94,24 @@ class LabelledHistogram:
         self.upper = upper
         # Per series: a count per bucket (not cumulative), then the sum of the observations.
         self._series: dict[Labels, list[float]] = {}
+        # Per series: the latest exemplar of each bucket (not cumulative), with its value.
+        self._exemplars: dict[Labels, list[tuple[EpisodeExemplar, float] | None]] = {}
         registry.register(self)
 
-    def observe(self, labels: Labels, value: float) -> None:
+    def observe(
+        self, labels: Labels, value: float, exemplar: EpisodeExemplar | None = None
+    ) -> None:
         series = self._series.get(labels)
         if series is None:
             series = self._series[labels] = [0.0] * (len(self.upper) + 1)
-        series[bisect.bisect_left(self.upper, value)] += 1.0
+        bucket = bisect.bisect_left(self.upper, value)
+        series[bucket] += 1.0
         series[-1] += value
+        if exemplar is not None:
+            held = self._exemplars.get(labels)
+            if held is None:
+                held = self._exemplars[labels] = [None] * len(self.upper)
+            held[bucket] = (exemplar, value)
 
     def describe(self) -> list[Metric]:
         return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
@@ -96,13 +119,21 @@ class LabelledHistogram:
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
         names = [floatToGoString(u) for u in self.upper]  # type: ignore[no-untyped-call]
+        all_exemplars = dict(self._exemplars)
         for labels, series in sorted(dict(self._series).items()):
             counts = list(series)  # one copy: the buckets and the sum agree
+            held = all_exemplars.get(labels)
+            exemplars = list(held) if held is not None else [None] * len(names)
             cumulative = 0.0
-            buckets: list[tuple[str, float]] = []
-            for name, count in zip(names, counts, strict=False):
+            buckets: list[tuple[str, float] | tuple[str, float, Exemplar]] = []
+            for name, count, ex in zip(names, counts, exemplars, strict=False):
                 cumulative += count
-                buckets.append((name, cumulative))
+                if ex is None:
+                    buckets.append((name, cumulative))
+                else:
+                    episode, observed = ex
+                    exemplar = Exemplar(episode.labels, observed, episode.timestamp)
+                    buckets.append((name, cumulative, exemplar))
             if self.upper[0] >= 0:
                 family.add_metric(list(labels), buckets, counts[-1])
             else:  # as prometheus_client: with negative buckets a count but no sum
@@ -115,3 +146,10 @@ class LabelledHistogram:
                     )
                 )
         yield family
+
+
+def _exemplar(held: tuple[EpisodeExemplar, float] | None) -> Exemplar | None:
+    if held is None:
+        return None
+    episode, value = held
+    return Exemplar(episode.labels, value, episode.timestamp)

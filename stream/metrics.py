@@ -1,7 +1,9 @@
 """Prometheus metrics of the pipeline, on an injected registry (no process globals).
 
 Units are seconds; label sets are bounded (suite, assertion type, verdict, reason, topic,
-partition) — never an episode id.
+partition) — never an episode id. The per-episode families (closed episodes, verdicts, lead
+times, scores, baseline deltas, per-episode alerts) name the latest episode of each series
+(bucket) in an OpenMetrics exemplar instead (`stream/exemplars.py`).
 """
 
 from __future__ import annotations

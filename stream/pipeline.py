@@ -36,6 +36,7 @@ from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal, signal_from_obj
 from connectors.llm_call_codec import llm_call_signals
+from stream.exemplars import EpisodeExemplar, episode_exemplar
 from stream.metrics import PipelineMetrics
 from stream.offline import resolve_judgements
 
@@ -476,7 +477,10 @@ class Pipeline:
         await self.sink.publish(
             EPISODES, result.episode_id, episode_record(result, c.episode.first_signal_id)
         )
-        self.metrics.episodes.inc((result.close_reason, result.status))
+        exemplar = episode_exemplar(
+            result.episode_id, result.attrs, c.episode.first_signal_id, time.time()
+        )
+        self.metrics.episodes.inc((result.close_reason, result.status), 1.0, exemplar)
         if self.on_result is not None:
             self.on_result(result)
 
@@ -485,6 +489,8 @@ class Pipeline:
         result = c.result()
         instance = c.episode.first_signal_id
         ended = result.ended_ts
+        # The episode behind every per-episode observation below (OpenMetrics exemplars).
+        exemplar = episode_exemplar(result.episode_id, result.attrs, instance, time.time())
         for outcome in result.assertions:
             early = outcome.decided_at is not None
             if not early:
@@ -493,27 +499,34 @@ class Pipeline:
                 )
                 await self.sink.publish(VERDICTS, result.episode_id, record)
             elif ended is not None and outcome.decided_ts is not None:
-                lead_time.observe((outcome.type,), max(0.0, (ended - outcome.decided_ts) / 1000.0))
+                lead = max(0.0, (ended - outcome.decided_ts) / 1000.0)
+                lead_time.observe((outcome.type,), lead, exemplar)
             verdicts.inc(
                 (
                     outcome.suite,
                     outcome.type,
                     outcome.verdict.value,
                     "true" if early else "false",
-                )
+                ),
+                1.0,
+                exemplar,
             )
         record = episode_record(result, instance)
         if self.scoring is not None:
             scored = self.scoring.score(result, c.evaluation.facts.tool_names())
             record.update(scored.record_fields())
-            await self._emit_scored(result, scored, instance)
+            await self._emit_scored(result, scored, instance, exemplar)
         await self.sink.publish(EPISODES, result.episode_id, record)
-        self.metrics.episodes.inc((result.close_reason, result.status))
+        self.metrics.episodes.inc((result.close_reason, result.status), 1.0, exemplar)
         if self.on_result is not None:
             self.on_result(result)
 
     async def _emit_scored(
-        self, result: EpisodeResult, scored: ScoredEpisode, instance: str
+        self,
+        result: EpisodeResult,
+        scored: ScoredEpisode,
+        instance: str,
+        exemplar: EpisodeExemplar,
     ) -> None:
         obs = scored.observation
         labels = self.metrics.agent_labels
@@ -521,20 +534,22 @@ class Pipeline:
         values = {**scored.scores.dimensions(), "overall": scored.scores.overall}
         for name, value in values.items():
             if value is not None:
-                self.metrics.scores.observe((name, agent, variant), value)
+                self.metrics.scores.observe((name, agent, variant), value, exemplar)
         for name, delta in (
             ("cost", scored.scores.cost_delta_pct),
             ("latency", scored.scores.latency_delta_pct),
         ):
             if delta is not None:
-                self.metrics.baseline_delta.observe((name, agent, variant), delta)
+                self.metrics.baseline_delta.observe((name, agent, variant), delta, exemplar)
         if (agent, variant) not in self._alert_labels:
             self._alert_labels.add((agent, variant))
             for severity in Severity:
                 for dimension in ALERT_DIMENSIONS:
                     self.metrics.episode_alerts.touch((severity.value, dimension, agent, variant))
         for alert in scored.alerts:
-            self.metrics.episode_alerts.inc((alert.severity.value, alert.dimension, agent, variant))
+            self.metrics.episode_alerts.inc(
+                (alert.severity.value, alert.dimension, agent, variant), 1.0, exemplar
+            )
             record = episode_alert_record(alert, obs)
             record["dedupe_key"] = f"{episode_key(alert.episode_id, instance)}/{alert.dimension}"
             await self.sink.publish(ALERTS, result.episode_id, record)

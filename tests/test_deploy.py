@@ -140,6 +140,24 @@ def test_grafana_loads_the_generated_dashboards_from_its_mount() -> None:
     assert "prometheus" in services()
 
 
+def test_exemplars_are_stored_and_grafana_links_them_to_the_trace_and_the_episode() -> None:
+    svc = services()
+    assert "--enable-feature=exemplar-storage" in svc["prometheus"]["command"]
+    datasource = yaml.safe_load(
+        (REPO / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text()
+    )["datasources"][0]
+    links = {d["name"]: d for d in datasource["jsonData"]["exemplarTraceIdDestinations"]}
+    assert set(links) == {"trace_id", "episode_id"}
+    # Both come from Grafana's environment (expanded at provisioning), set through compose.
+    env = svc["grafana"]["environment"]
+    trace_var = re.fullmatch(r"\$\{(\w+)\}", links["trace_id"]["datasourceUid"])
+    episode_var = re.fullmatch(r"\$\{(\w+)\}", links["episode_id"]["url"])
+    assert trace_var
+    assert episode_var
+    assert trace_var[1] in env
+    assert episode_var[1] in env
+
+
 def healthcheck_code(service: dict[str, Any]) -> str:
     test = service["healthcheck"]["test"]
     assert test[:3] == ["CMD", "python", "-c"], test  # no curl in the image

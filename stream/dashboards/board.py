@@ -26,8 +26,12 @@ REF_IDS = "ABCDEFGH"
 
 @dataclass(frozen=True)
 class Query:
+    """One PromQL query; `exemplars` also asks Prometheus for the exemplars of the series it
+    selects (per-episode counters and histogram buckets name their latest episode)."""
+
     expr: str
     legend: str = ""
+    exemplars: bool = False
 
 
 def by(labels: Sequence[str]) -> str:
@@ -124,6 +128,8 @@ class Board:
             target = prometheus.Dataquery().expr(q.expr).ref_id(ref)
             if q.legend:
                 target = target.legend_format(q.legend)
+            if q.exemplars:
+                target = target.exemplar(True)
             out.append(target.instant() if instant else target.range())
         return out
 

@@ -122,7 +122,13 @@ def build(datasource_uid: str) -> Board:
     b.timeseries(
         "Episodes closed by reason",
         "Closed episodes per second: ended, timed_out, truncated.",
-        [Query(rate("evalstream_episodes_closed_total", group=["reason"]), "{{reason}}")],
+        [
+            Query(
+                rate("evalstream_episodes_closed_total", group=["reason"]),
+                "{{reason}}",
+                exemplars=True,
+            )
+        ],
         stacked=True,
     )
     b.timeseries(

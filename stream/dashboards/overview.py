@@ -79,6 +79,7 @@ def build(datasource_uid: str) -> Board:
             Query(
                 f"{rate(CLOSED, PASSED, ['agent'])} / {rate(CLOSED, EVALUATED, ['agent'])}",
                 "{{agent}}",
+                exemplars=True,
             )
         ],
         unit="percentunit",
@@ -88,7 +89,7 @@ def build(datasource_uid: str) -> Board:
     b.timeseries(
         "Episodes closed by outcome",
         "Closed episodes per second by outcome (passed, failed, error, unevaluated).",
-        [Query(rate(CLOSED, group=["outcome"]), "{{outcome}}")],
+        [Query(rate(CLOSED, group=["outcome"]), "{{outcome}}", exemplars=True)],
         stacked=True,
     )
 
@@ -98,7 +99,9 @@ def build(datasource_uid: str) -> Board:
         "Assertion verdicts per second, by assertion type and verdict.",
         [
             Query(
-                rate("evalstream_verdicts_total", group=["type", "verdict"]), "{{type}} {{verdict}}"
+                rate("evalstream_verdicts_total", group=["type", "verdict"]),
+                "{{type}} {{verdict}}",
+                exemplars=True,
             )
         ],
         stacked=True,
@@ -110,6 +113,7 @@ def build(datasource_uid: str) -> Board:
             Query(
                 quantile(0.5, "evalstream_early_verdict_lead_seconds", group=["type"]),
                 "p50 {{type}}",
+                exemplars=True,
             ),
             Query(quantile(0.95, "evalstream_early_verdict_lead_seconds"), "p95 all types"),
         ],
@@ -134,6 +138,7 @@ def build(datasource_uid: str) -> Board:
             Query(
                 rate("evalstream_episode_alerts_total", group=["agent", "severity", "dimension"]),
                 "{{agent}} {{severity}} {{dimension}}",
+                exemplars=True,
             )
         ],
         stacked=True,

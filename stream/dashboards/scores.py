@@ -27,16 +27,20 @@ def build(datasource_uid: str) -> Board:
     )
     b.variable("agent", "Agent", f"{SCORE}_count")
     b.variable("variant", "Variant", f"{SCORE}_count")
-    b.row("Scores (mean per episode in the rate window)")
+    b.row("Scores (mean and median per episode in the rate window)")
     for dimension, title, description in DIMENSIONS:
+        labels = f'dimension="{dimension}", {FILTER}'
         b.timeseries(
             title,
-            description,
+            f"{description} The median comes from the score buckets, whose exemplars link "
+            "to the episodes.",
             [
+                Query(mean(SCORE, labels, ["agent", "variant"]), "{{agent}} {{variant}}"),
                 Query(
-                    mean(SCORE, f'dimension="{dimension}", {FILTER}', ["agent", "variant"]),
-                    "{{agent}} {{variant}}",
-                )
+                    quantile(0.5, SCORE, labels, ["agent", "variant"]),
+                    "p50 {{agent}} {{variant}}",
+                    exemplars=True,
+                ),
             ],
             unit="percentunit",
             width=8,
@@ -55,7 +59,9 @@ def build(datasource_uid: str) -> Board:
             f"Signed {dimension} change against each episode's baseline: median and p90.",
             [
                 Query(
-                    quantile(0.5, DELTA, labels, ["agent", "variant"]), "p50 {{agent}} {{variant}}"
+                    quantile(0.5, DELTA, labels, ["agent", "variant"]),
+                    "p50 {{agent}} {{variant}}",
+                    exemplars=True,
                 ),
                 Query(
                     quantile(0.9, DELTA, labels, ["agent", "variant"]), "p90 {{agent}} {{variant}}"
@@ -98,6 +104,7 @@ def build(datasource_uid: str) -> Board:
                     ["agent", "variant", "dimension", "severity"],
                 ),
                 "{{agent}} {{variant}} {{dimension}} {{severity}}",
+                exemplars=True,
             )
         ],
         stacked=True,

@@ -109,3 +109,33 @@ def test_queries_name_only_metrics_that_exist() -> None:
             for t in p.get("targets", []):
                 for metric in re.findall(r"\b((?:evalstream|process)_[a-z_]+)\b", t["expr"]):
                     assert metric in known, f"{p['title']}: unknown metric {metric}"
+
+
+# Series that carry exemplars naming an episode (stream/fast_metrics.py, per-episode families).
+EXEMPLAR_SERIES = (
+    "evalstream_episodes_closed_total",
+    "evalstream_verdicts_total",
+    "evalstream_episode_alerts_total",
+    "evalstream_early_verdict_lead_seconds_bucket",
+    "evalstream_episode_score_bucket",
+    "evalstream_baseline_delta_percent_bucket",
+)
+
+
+def test_per_episode_panels_show_exemplars_from_series_that_have_them() -> None:
+    shown: set[str] = set()
+    for board in dashboards().values():
+        for p in panels(board):
+            targets = p.get("targets", [])
+            with_exemplars = [t for t in targets if t.get("exemplar")]
+            for t in with_exemplars:
+                assert p["type"] == "timeseries", p["title"]  # a stat panel cannot show them
+                series = [s for s in EXEMPLAR_SERIES if re.search(rf"\b{s}\b", t["expr"])]
+                assert series, f"{p['title']}: exemplars asked of {t['expr']}"
+                shown.update(series)
+            plots_one = any(
+                re.search(rf"\b{s}\b", t["expr"]) for t in targets for s in EXEMPLAR_SERIES
+            )
+            if p["type"] == "timeseries" and plots_one:
+                assert with_exemplars, f"{p['title']} plots per-episode series without exemplars"
+    assert shown == set(EXEMPLAR_SERIES)

@@ -113,7 +113,9 @@ def scraped(
             except OSError:
                 assert time.monotonic() < deadline, dep.logs()
                 time.sleep(0.3)
-        server = PrometheusServer(workdir, [f"127.0.0.1:{port}"])
+        server = PrometheusServer(
+            workdir, [f"127.0.0.1:{port}"], ["--enable-feature=exemplar-storage"]
+        )
         recording = workdir / "traffic.jsonl.zst"
         _, episodes = build_recording(recording)
         proc = cli(
@@ -161,6 +163,36 @@ def empty_queries(scraped: PrometheusServer) -> set[str]:
 
 def test_every_panel_query_returns_data(empty_queries: set[str]) -> None:
     assert not sorted(empty_queries), f"queries without data: {sorted(empty_queries)}"
+
+
+def test_every_exemplar_query_returns_exemplars_naming_replayed_episodes(
+    scraped: PrometheusServer,
+) -> None:
+    """The worker's per-episode series carry exemplars; each panel query that asks for them
+    gets some back, naming episodes of the replay."""
+    episodes = {
+        orjson.loads(line)["episode_id"]
+        for example in EXAMPLES
+        for line in (example / "episodes.jsonl").read_bytes().splitlines()
+        if line.strip()
+    }
+    now = time.time()
+    without: list[str] = []
+    for name, text in generate().items():
+        for panel in json.loads(text)["panels"]:
+            for target in panel.get("targets", []):
+                if not target.get("exemplar"):
+                    continue
+                series = scraped.exemplars(substitute(target["expr"]), now - 3600, now + 60)
+                named = {
+                    e["labels"]["episode_id"]
+                    for s in series
+                    for e in s["exemplars"]  # type: ignore[attr-defined]
+                }
+                assert named <= episodes, (panel["title"], named - episodes)
+                if not named:
+                    without.append(f"{name}: {panel['title']} [{target['refId']}]")
+    assert without == [], without
 
 
 def test_variables_cover_every_query() -> None:

@@ -8,7 +8,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,7 @@ from tests.support.ports import free_port
 
 
 class PrometheusServer:
-    def __init__(self, workdir: Path, targets: list[str]) -> None:
+    def __init__(self, workdir: Path, targets: list[str], flags: Sequence[str] = ()) -> None:
         binary = shutil.which("prometheus")
         if binary is None:
             pytest.fail(
@@ -37,6 +37,7 @@ class PrometheusServer:
                 f"--config.file={config}",
                 f"--storage.tsdb.path={workdir / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
+                *flags,  # e.g. --enable-feature=exemplar-storage
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -66,6 +67,17 @@ class PrometheusServer:
             body = json.loads(r.read())
         assert body["status"] == "success", body
         result: list[dict[str, object]] = body["data"]["result"]
+        return result
+
+    def exemplars(self, expr: str, start: float, end: float) -> list[dict[str, object]]:
+        """`/api/v1/query_exemplars`: per series, its labels and exemplars (needs the server
+        started with `--enable-feature=exemplar-storage`)."""
+        query = urllib.parse.urlencode({"query": expr, "start": start, "end": end})
+        url = f"http://127.0.0.1:{self.port}/api/v1/query_exemplars?{query}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            body = json.loads(r.read())
+        assert body["status"] == "success", body
+        result: list[dict[str, object]] = body["data"]
         return result
 
     def value(self, expr: str) -> float | None:
