@@ -12,9 +12,9 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
-from assertions.wire.signals import Signal
 from assertions.suite_format.suites import Suite, parse_suite
 from assertions.suite_format.yaml_positions import load_yaml
+from assertions.wire.signals import Signal
 from stream.exemplars import (
     MAX_LABEL_CHARS,
     episode_exemplar,
