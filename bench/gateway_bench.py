@@ -43,7 +43,7 @@ from process_cpu import cpu_seconds
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from connectors.kafka_topics import ensure_topics  # noqa: E402 - after the path setup
+from connectors.kafka.topics import ensure_topics  # noqa: E402 - after the path setup
 from stream.dev_kafka import KafkaBroker  # noqa: E402
 
 TOKEN = "evs_bench_token_0123456789abcdefghij"

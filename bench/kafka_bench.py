@@ -65,8 +65,8 @@ from engine_bench import Traffic
 from process_cpu import cpu_seconds
 
 from assertions.wire.signals import decode_signal
-from connectors.batched_output import BatchedOutput
-from connectors.kafka_topics import ensure_topics
+from connectors.kafka.batched_output import BatchedOutput
+from connectors.kafka.topics import ensure_topics
 from stream.allocator import keep_large_buffers
 from stream.dev_kafka import KafkaBroker
 from stream.settings import TOPIC_NAMES

@@ -28,7 +28,7 @@ from assertions.scores.stage import load_scoring_settings
 from assertions.suite_format.schema import suite_json_schema
 from assertions.suite_format.suites import Suite, load_suite
 from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
-from connectors.kafka_topics import ensure_topics
+from connectors.kafka.topics import ensure_topics
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
 from stream.commands.user_error import UserError
@@ -364,7 +364,7 @@ def up_on_kafka(
     if len(files) != len(sources):
         raise UserError("--kafka reads files, not stdin: publish stdin with kcat or the gateway")
     if files:
-        from connectors.kafka_publish import publish_jsonl_files  # noqa: PLC0415
+        from connectors.kafka.publish import publish_jsonl_files  # noqa: PLC0415
 
         try:
             count = asyncio.run(

@@ -3,7 +3,7 @@
 Files that hold signals but no results are evaluated as `check` evaluates them (all the
 files' signals, so episodes close on event time exactly as there); the episode's results
 become the same records the worker publishes. Kafka is read by the key's partition only,
-within a time window (connectors/kafka_episode_lookup.py).
+within a time window (connectors/kafka/episode_lookup.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from assertions.reports.episode_timeline import EpisodeEvidence
 from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
 from assertions.wire.signals import Signal
-from connectors.episode_evidence_files import file_signals, read_file_evidence
-from connectors.kafka_episode_lookup import KafkaLookup, lookup_episode, window_text
+from connectors.files.episode_evidence import file_signals, read_file_evidence
+from connectors.kafka.episode_lookup import KafkaLookup, lookup_episode, window_text
 from stream.offline import evaluate_signals
 from stream.settings import WorkerSettings
 

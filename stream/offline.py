@@ -19,7 +19,7 @@ from assertions.reports.check_report import CheckReport, RejectedInput
 from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal
-from connectors.jsonl import Rejected, read_signals
+from connectors.codecs.jsonl import Rejected, read_signals
 
 SWEEP_EVERY_MS = 1_000.0
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from connectors.batched_output import BatchedOutput
+from connectors.kafka.batched_output import BatchedOutput
 from stream.dead_letter_output import DeadLetterOutput
 from stream.pipeline import ALERTS, DLQ, Envelope, Pipeline
 

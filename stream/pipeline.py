@@ -35,7 +35,7 @@ from assertions.scores.stage import ScoredEpisode, ScoringStage
 from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal, signal_from_obj
-from connectors.llm_call_codec import llm_call_signals
+from connectors.codecs.llm_calls import llm_call_signals
 from stream.exemplars import EpisodeExemplar, episode_exemplar
 from stream.metrics import PipelineMetrics
 from stream.offline import resolve_judgements

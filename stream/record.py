@@ -30,8 +30,8 @@ from rich.progress import (
 
 from assertions.errors import InputError
 from assertions.wire.signals import parse_timestamp
-from connectors.kafka_io import Plan, TopicReader, TopicSlice
-from connectors.recording import RecordingWriter
+from connectors.files.recording import RecordingWriter
+from connectors.kafka.topic_io import Plan, TopicReader, TopicSlice
 
 FLUSH_EVERY_S = 0.5
 _DURATION = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")

@@ -27,8 +27,8 @@ from assertions.judge.protocol import Judge
 from assertions.reports.check_report import CheckReport, RejectedInput
 from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
-from connectors.kafka_io import TopicReader, TopicWriter
-from connectors.recording import EpisodeRename, RecordedMessage, RecordingReader
+from connectors.files.recording import EpisodeRename, RecordedMessage, RecordingReader
+from connectors.kafka.topic_io import TopicReader, TopicWriter
 from stream.metrics import PipelineMetrics
 from stream.pipeline import DLQ, Envelope, Pipeline, Sink
 

@@ -54,9 +54,9 @@ from assertions.scores.run import Scorer, ScoreRun, ScoreRunError
 from assertions.suite_format.suites import SuiteSet, load_suite
 from assertions.wire.pricing import default_pricing, load_pricing
 from assertions.wire.signals import Signal
-from connectors.episode_files import FileProblem, read_episode_files
+from connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
 from connectors.episode_store import EpisodeQuery, EpisodeStoreClient
-from connectors.store_episode_codec import StoreEpisodeError, episode_to_signals
+from connectors.files.episode_files import FileProblem, read_episode_files
 from stream.judge import judge_from
 from stream.offline import resolve_judgements
 

@@ -52,9 +52,9 @@ from assertions.scores.baselines import RollingBaselines
 from assertions.scores.stage import ScoredEpisode, ScoringStage, load_scoring_settings
 from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable
-from connectors.batched_output import BatchedOutput
-from connectors.kafka_partitions import key_partition_lookup
-from connectors.llm_call_codec import llm_call_signals
+from connectors.codecs.llm_calls import llm_call_signals
+from connectors.kafka.batched_output import BatchedOutput
+from connectors.kafka.partitions import key_partition_lookup
 from stream.alerting import build_alert_sinks
 from stream.allocator import keep_large_buffers
 from stream.collector import freeze_startup_objects, full_collection, schedule_full_collections
@@ -333,7 +333,7 @@ class Worker:
 
     async def _read_dead_letter_limit(self) -> None:
         """A dead letter must fit the dead-letter topic's limit and the producer's."""
-        from connectors.kafka_topics import topic_max_message_bytes  # noqa: PLC0415
+        from connectors.kafka.topics import topic_max_message_bytes  # noqa: PLC0415
 
         topic = self.settings.topic("dlq")
         try:
@@ -351,7 +351,7 @@ class Worker:
     async def _open_partitions(self, partitions: list[int]) -> None:
         """Newly assigned partitions: each resumes at its committed offset, with its markers
         read back (one read of the `closed` topic for all of them)."""
-        from connectors.compacted_topic import read_latest_by_partition  # noqa: PLC0415
+        from connectors.kafka.compacted_topic import read_latest_by_partition  # noqa: PLC0415
 
         assert self.consumer is not None
         markers = await read_latest_by_partition(
@@ -640,7 +640,7 @@ class Worker:
 def check_topics(loop: asyncio.AbstractEventLoop, settings: WorkerSettings) -> None:
     """Refuses a signals topic whose retention an open episode can outlive; warns about the
     rest of its configuration (stream/topic_checks.py)."""
-    from connectors.kafka_topics import topic_config  # noqa: PLC0415
+    from connectors.kafka.topics import topic_config  # noqa: PLC0415
     from stream.topic_checks import check_signals_topic  # noqa: PLC0415
 
     topic = settings.topic("signals")
@@ -661,7 +661,7 @@ def run_worker(
     """Create the topics, serve /metrics and run the worker until it is stopped."""
     from prometheus_client import start_http_server  # noqa: PLC0415
 
-    from connectors.kafka_topics import ensure_topics  # noqa: PLC0415
+    from connectors.kafka.topics import ensure_topics  # noqa: PLC0415
     from stream.log_filters import quiet_coordinator_discovery  # noqa: PLC0415
 
     quiet_coordinator_discovery()  # no ERROR for a coordinator still being elected
@@ -681,7 +681,7 @@ def run_worker(
     check_topics(loop, settings)
     snapshots: list[bytes] = []
     if settings.scoring:
-        from connectors.compacted_topic import read_latest  # noqa: PLC0415
+        from connectors.kafka.compacted_topic import read_latest  # noqa: PLC0415
 
         latest = loop.run_until_complete(read_latest(settings.broker, settings.topic("baselines")))
         snapshots = list(latest.values())

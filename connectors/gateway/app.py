@@ -28,6 +28,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from assertions.errors import InputError, SignalDecodeError
 from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
 from assertions.wire.signals import Signal
+from connectors.codecs.otlp_decode import ValueLimits
+from connectors.codecs.otlp_genai import otlp_signals, span_count
+from connectors.codecs.store_episodes import episode_to_signals
 from connectors.gateway import openapi
 from connectors.gateway.auth import TokenStore
 from connectors.gateway.errors import Rejected, Unavailable
@@ -54,9 +57,6 @@ from connectors.gateway.publisher import OutRecord, Publisher
 from connectors.gateway.redaction import Redactor
 from connectors.gateway.settings import GatewaySettings
 from connectors.gateway.tenancy import Caller
-from connectors.otlp_decode import ValueLimits
-from connectors.otlp_genai import otlp_signals, span_count
-from connectors.store_episode_codec import episode_to_signals
 
 JSON = Any
 PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})

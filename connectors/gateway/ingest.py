@@ -14,12 +14,12 @@ import orjson
 
 from assertions.errors import SignalDecodeError
 from assertions.wire.signals import Signal, check_signal, signal_from_obj
+from connectors.codecs.litellm import litellm_call_record
+from connectors.codecs.llm_calls import llm_call_signals
 from connectors.gateway.errors import Rejected
 from connectors.gateway.publisher import LLM_CALLS, SIGNALS, OutRecord
 from connectors.gateway.redaction import Redactor
 from connectors.gateway.tenancy import Caller
-from connectors.litellm_payload import litellm_call_record
-from connectors.llm_call_codec import llm_call_signals
 
 JSON = Any
 MAX_DETAILS = 20

@@ -30,7 +30,7 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 
 from connectors.gateway.errors import Unavailable
 from connectors.gateway.publisher import OutRecord
-from connectors.kafka_partitions import KeyPartitions
+from connectors.kafka.partitions import KeyPartitions
 
 log = logging.getLogger("evalstream.gateway")
 MAX_BATCH_BYTES = 512 * 1024

@@ -20,8 +20,8 @@ from aiokafka.errors import KafkaError
 from rich.console import Console
 
 from assertions.errors import InputError
-from connectors.kafka_io import TopicReader, TopicSlice, TopicWriter
-from connectors.recording import EpisodeRename
+from connectors.files.recording import EpisodeRename
+from connectors.kafka.topic_io import TopicReader, TopicSlice, TopicWriter
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
 from stream.console_output import output_console

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connectors.recording import RecordedMessage, RecordingWriter
+from connectors.files.recording import RecordedMessage, RecordingWriter
 from stream.dashboards import generate
 from stream.dev_kafka import KafkaBroker
 from tests.graders.judge_helpers import KEYWORDS, honest_judge

@@ -20,13 +20,13 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from assertions.errors import SignalDecodeError
+from connectors.codecs.litellm import litellm_call_record
+from connectors.codecs.otlp_decode import decode_json, decode_protobuf
+from connectors.codecs.store_episodes import episode_to_signals
 from connectors.gateway import GatewaySettings, MemoryPublisher, Rejected, create_gateway_app
 from connectors.gateway.limits import Limits, decode_content, json_items
 from connectors.gateway.messages import MessageAccumulator, summarize_message
 from connectors.gateway.redaction import Redactor
-from connectors.litellm_payload import litellm_call_record
-from connectors.otlp_decode import decode_json, decode_protobuf
-from connectors.store_episode_codec import episode_to_signals
 from tests.gateway.live import TOKENS, token_env
 
 

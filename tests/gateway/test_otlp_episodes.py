@@ -9,7 +9,7 @@ import orjson
 from starlette.testclient import TestClient
 
 from assertions.wire.signals import Signal
-from connectors.otlp_genai import otlp_signals, span_count
+from connectors.codecs.otlp_genai import otlp_signals, span_count
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import bearer
 from tests.gateway.test_otlp import otlp_json, span

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from connectors.recording import RecordedMessage, RecordingWriter
+from connectors.files.recording import RecordedMessage, RecordingWriter
 from tests.graders.judge_helpers import CRITERIA, GOOD, KEYWORDS, honest_judge
 from tests.scoring.episodes import make_episode
 from tests.support.messages_api import MessagesAPIServer

@@ -11,8 +11,8 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from connectors.batched_output import BatchedOutput
-from connectors.kafka_topics import ensure_topics
+from connectors.kafka.batched_output import BatchedOutput
+from connectors.kafka.topics import ensure_topics
 from stream.dev_kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka

@@ -13,7 +13,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from assertions.suite_format.suites import load_suite
-from connectors.kafka_topics import ensure_topics, topic_config
+from connectors.kafka.topics import ensure_topics, topic_config
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
 from tests.kafka.helpers import (

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from assertions.suite_format.suites import load_suite
-from connectors.recording import RecordedMessage, RecordingWriter
+from connectors.files.recording import RecordedMessage, RecordingWriter
 from stream.offline import check_files
 from stream.replay import CONTROL_PREFIX, FileSource, Pacer, PipelineTarget, replay
 from tests.replay.helpers import REPO, cli

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from connectors.recording import RecordedMessage, RecordingError, RecordingReader
+from connectors.files.recording import RecordedMessage, RecordingError, RecordingReader
 from stream.dev_kafka import KafkaBroker
 from tests.replay.helpers import EXE, cli, create_topic, read_recording, read_topic
 

@@ -9,7 +9,7 @@ import pytest
 
 from assertions.errors import SignalDecodeError
 from assertions.suite_format.suites import parse_suite
-from connectors.llm_call_codec import llm_call_signals
+from connectors.codecs.llm_calls import llm_call_signals
 from stream.pipeline import EPISODES, Envelope, MemorySink, Pipeline
 
 NATIVE = {

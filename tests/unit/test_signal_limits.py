@@ -9,7 +9,7 @@ import pytest
 from assertions.errors import SignalDecodeError
 from assertions.wire.limits import MAX_ID_CHARS, MAX_TIMESTAMP_MS
 from assertions.wire.signals import Signal, check_signal, signal_from_obj
-from connectors.llm_call_codec import llm_call_signals
+from connectors.codecs.llm_calls import llm_call_signals
 
 OK: dict[str, Any] = {"id": "s1", "episode_id": "e1", "name": "tool:call", "timestamp": 1000}
 

@@ -21,7 +21,7 @@ import functools
 from collections import deque
 from typing import Any
 
-from connectors.kafka_partitions import KeyPartitions
+from connectors.kafka.partitions import KeyPartitions
 
 # Full batches of one partition waiting to be handed over before `append` waits for them:
 # the bound on what a slow broker leaves in this process's memory.

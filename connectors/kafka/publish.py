@@ -12,10 +12,10 @@ from pathlib import Path
 
 import orjson
 
-from connectors.jsonl import Rejected, read_signals
-from connectors.kafka_io import TopicWriter
-from connectors.kafka_topics import ensure_topics
-from connectors.recording import RecordedMessage
+from connectors.codecs.jsonl import Rejected, read_signals
+from connectors.files.recording import RecordedMessage
+from connectors.kafka.topic_io import TopicWriter
+from connectors.kafka.topics import ensure_topics
 
 ANY_PARTITION = -1  # no recorded partition: the key decides
 

@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 
 from assertions.wire.signals import Signal
-from connectors.otlp_decode import (
+from connectors.codecs.otlp_decode import (
     DEFAULT_LIMITS,
     KIND_NAMES,
     Span,

@@ -5,7 +5,7 @@ A file may be:
 - JSONL of output records: episode records, verdict records, alerts (what the worker
   publishes, e.g. consumed with kcat);
 - JSONL of signals (what `check` reads);
-- a topic recording (`evalstream record`, connectors/recording.py, `.zst` too) of any of the
+- a topic recording (`evalstream record`, connectors/files/recording.py, `.zst` too) of any of the
   topics above: each message's value is classified the same way, its key is the episode id.
 
 Records are told apart by their fields, so a file may mix them. Lines that are not JSON
@@ -24,8 +24,8 @@ import orjson
 from assertions.errors import InputError, SignalDecodeError
 from assertions.reports.episode_timeline import EpisodeEvidence
 from assertions.wire.signals import Signal, signal_from_obj
-from connectors.jsonl import Rejected
-from connectors.recording import HEADER_KEY, RecordingReader, decode_message, is_compressed
+from connectors.codecs.jsonl import Rejected
+from connectors.files.recording import HEADER_KEY, RecordingReader, decode_message, is_compressed
 
 JSON = Any
 RECORDING_FIELDS = frozenset({"topic", "partition", "offset"})

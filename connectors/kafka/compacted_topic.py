@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from connectors.kafka_io import TopicReader, TopicSlice
+from connectors.kafka.topic_io import TopicReader, TopicSlice
 
 
 async def read_latest(bootstrap: str, topic: str) -> dict[bytes, bytes]:

@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 
 from assertions.errors import InputError
-from connectors.recording import RecordedMessage
+from connectors.files.recording import RecordedMessage
 
 FETCH_TIMEOUT_MS = 500
 MAX_RECORDS_PER_FETCH = 500

@@ -1,7 +1,7 @@
 """Finding one episode's records on Kafka without reading whole topics.
 
 Every evalstream topic is keyed by episode id, so the key decides the partition (murmur2,
-connectors/kafka_partitions.py): only that partition of each topic is read, and only the
+connectors/kafka/partitions.py): only that partition of each topic is read, and only the
 offsets of a time window, found with the broker's time index (`offsets_for_times`). No
 consumer group: nothing is committed and live consumers are not disturbed.
 """
@@ -20,8 +20,8 @@ from assertions.errors import InputError, SignalDecodeError
 from assertions.evaluation.results import iso_ms
 from assertions.reports.episode_timeline import EpisodeEvidence
 from assertions.wire.signals import Signal, signal_from_obj
-from connectors.episode_evidence_files import CONTROL_SIGNAL, OTHER_IDS_SHOWN, note_other_id
-from connectors.kafka_partitions import key_partition_lookup
+from connectors.files.episode_evidence import CONTROL_SIGNAL, OTHER_IDS_SHOWN, note_other_id
+from connectors.kafka.partitions import key_partition_lookup
 
 JSON = Any
 FETCH_TIMEOUT_MS = 500

@@ -1,0 +1,2 @@
+"""Foreign formats into signals: JSONL, LLM-call records, LiteLLM payloads, OTLP traces, episode-
+store episodes."""

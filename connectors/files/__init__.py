@@ -1,0 +1,1 @@
+"""Files on disk: episode files, recordings of topics, an episode's evidence from results files."""
