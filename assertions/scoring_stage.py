@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from assertions.alert_rules import AlertRules, EpisodeAlert, episode_passes
+from assertions.alert_rules import AlertRules, EpisodeAlert, episode_passes, quality_passes
 from assertions.baselines import (
     DEFAULT_KEY_ATTRS,
     BaselineKey,
@@ -211,7 +211,10 @@ class ScoringStage:
         alerts = self.settings.alerts.evaluate(scores)
         passed = episode_passes(result.passed, alerts)
         observation = Observation.from_scores(
-            inp, scores, passed, warmup=store is not None and baseline is None
+            inp,
+            scores,
+            quality_passes(result.passed, alerts),
+            warmup=store is not None and baseline is None,
         )
         holding = self.holding
         if store is not None and not (
