@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 
 import assertions
-from assertions.alerting.alert_rules import AlertRules, episode_passes
+from assertions.alerting.alert_rules import AlertRules, episode_passes, quality_passes
 from assertions.alerting.regression import Observation, RegressionConfig, RegressionDetector
 from assertions.scores.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
 from assertions.scores.dimensions import ScoringConfig, ScoringInput, score_episode
@@ -200,8 +200,7 @@ def observations_of(work: Workload, config: ScoringConfig, rules: AlertRules) ->
     half = len(work.inputs) // 2
     for i, inp in enumerate(work.inputs):
         scores = score_episode(inp, work.baselines.get(work.baselines.key_for(inp.attrs)), config)
-        passed = episode_passes(None, rules.evaluate(scores))
-        obs = Observation.from_scores(inp, scores, passed)
+        obs = Observation.from_scores(inp, scores, quality_passes(None, rules.evaluate(scores)))
         cost = None if obs.cost_usd is None else obs.cost_usd * (1.6 if i >= half else 1.0)
         out.append(
             Observation(

@@ -13,7 +13,8 @@ Every comparison is strict: a 20 % cost rise is no alert, 40 % is a WARNING, 40.
 CRITICAL; a score of exactly 0.5 is not below 0.5. An unbounded rise (a zero baseline with a
 positive current) exceeds every threshold. Each dimension gives at most one alert, the most
 severe that fires. A dimension that was not scored (None) raises nothing. A threshold set to
-null is disabled. An episode with a CRITICAL alert does not pass (`episode_passes`).
+null is disabled. An episode with a CRITICAL alert does not pass (`episode_passes`); the
+windowed pass rate watches its quality outcome only (`quality_passes`).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class FloorRule(_Rule):
 
 
 RISE_DIMENSIONS = ("cost", "latency")
-FLOOR_DIMENSIONS = ("correctness", "tool_match", "safety", "overall")
+FLOOR_DIMENSIONS = ("correctness", "tool_match", "safety", "overall")  # the quality dimensions
 
 
 class AlertRules(BaseModel):
@@ -284,5 +285,19 @@ def episode_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert
     # has_critical, inlined: no generator for the usual empty list (once per episode)
     for alert in alerts:  # noqa: SIM110 - a loop beats all(generator) here
         if alert.severity is Severity.CRITICAL:
+            return False
+    return True
+
+
+def quality_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert]) -> bool:
+    """Whether an episode's quality outcome passes, what the windowed pass rate watches: its
+    assertions did not fail or err, and no CRITICAL alert on a quality dimension (correctness,
+    tool match, safety, overall). A CRITICAL cost or latency alert still fails the episode
+    (`episode_passes`), but cost and latency have windowed metrics of their own: counted here
+    too, their noise would count twice and dilute a drop of the pass rate."""
+    if assertions_passed is False:
+        return False
+    for alert in alerts:  # a loop, as in episode_passes: no generator per episode
+        if alert.severity is Severity.CRITICAL and alert.dimension not in RISE_DIMENSIONS:
             return False
     return True

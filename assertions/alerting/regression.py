@@ -224,6 +224,10 @@ class RegressionConfig(BaseModel):
 class Observation:
     """One scored episode as the detector sees it (a None score: not scored).
 
+    `passed`: the episode's quality outcome (`alert_rules.quality_passes`), which the pass
+    rate watches; a CRITICAL cost or latency alert fails the episode but not this pass, as
+    cost and latency have metrics of their own.
+
     `warmup`: scored without a baseline while one was expected (the key's baseline was still
     filling); such an episode passes for want of a comparison, so only its cost and latency
     are observed."""

@@ -24,7 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, Severity, episode_passes
+from assertions.alerting.alert_rules import (
+    AlertRules,
+    EpisodeAlert,
+    Severity,
+    episode_passes,
+    quality_passes,
+)
 from assertions.alerting.regression import AlertEvent, Observation, RegressionDetector
 from assertions.errors import InputError
 from assertions.evaluation.assembly import ClosedEpisode, CloseRules, EpisodeAssembler
@@ -314,7 +320,10 @@ class Scorer:
             ended_ts=result.ended_ts,
         )
         observation = Observation.from_scores(
-            inp, scores, passed, warmup=self.baselines is not None and baseline is None
+            inp,
+            scores,
+            quality_passes(result.passed, alerts),
+            warmup=self.baselines is not None and baseline is None,
         )
         if self.detector is not None:
             now = result.ended_ts if result.ended_ts is not None else 0.0

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, episode_passes
+from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, episode_passes, quality_passes
 from assertions.alerting.regression import Observation, RegressionConfig
 from assertions.errors import InputError
 from assertions.evaluation.results import EpisodeResult
@@ -211,7 +211,10 @@ class ScoringStage:
         alerts = self.settings.alerts.evaluate(scores)
         passed = episode_passes(result.passed, alerts)
         observation = Observation.from_scores(
-            inp, scores, passed, warmup=store is not None and baseline is None
+            inp,
+            scores,
+            quality_passes(result.passed, alerts),
+            warmup=store is not None and baseline is None,
         )
         holding = self.holding
         if store is not None and not (

@@ -18,9 +18,10 @@ alert events are measured per stream:
 - resolution: the episodes after the recovery until the alert resolved (`recovered`);
 - events per regression: FIRING, UPDATED and RESOLVED events of the shifted metric.
 
-The pass rate the detector monitors is the episodes' pass after alerts (a failed episode,
-or one with a CRITICAL per-episode alert, does not pass), so a failure rate `failures`
-shows as a somewhat lower pass rate at large `sigma`. Run as a script it prints the table
+The pass rate the detector monitors is the episodes' quality outcome (`quality_passes`: a
+failed episode does not pass; a CRITICAL per-episode cost or latency alert does not count),
+so a failure rate `failures` is a pass rate of 1 - `failures` at every `sigma`. Run as a
+script it prints the table
 of docs/scoring.md (`bench/scoring_simulation.py` runs it);
 tests/unit/test_scoring_simulation.py asserts the targets with it.
 """

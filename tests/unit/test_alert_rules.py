@@ -17,6 +17,7 @@ from assertions.alerting.alert_rules import (
     Severity,
     episode_passes,
     has_critical,
+    quality_passes,
 )
 from assertions.evaluation.verdicts import Verdict
 from assertions.scores.baselines import Baseline, BaselineKey
@@ -201,6 +202,26 @@ def test_failed_assertions_fail_without_alerts_and_none_is_not_a_failure() -> No
     assert not episode_passes(False, [])
     assert episode_passes(None, [])
     assert not episode_passes(None, [_alert(Severity.CRITICAL)])
+
+
+@pytest.mark.parametrize("dimension", ["cost", "latency"])
+def test_a_critical_rise_fails_the_episode_but_not_its_quality(dimension: str) -> None:
+    alert = EpisodeAlert("e1", dimension, Severity.CRITICAL, 70.0, 60.0)
+    assert not episode_passes(True, [alert])
+    assert quality_passes(True, [alert])
+    assert quality_passes(None, [alert])
+
+
+@pytest.mark.parametrize("dimension", ["correctness", "safety", "overall"])
+def test_a_critical_quality_alert_fails_the_quality_outcome(dimension: str) -> None:
+    alert = EpisodeAlert("e1", dimension, Severity.CRITICAL, 0.2, 0.5)
+    assert not quality_passes(True, [alert])
+    assert not quality_passes(
+        None, [EpisodeAlert("e1", "cost", Severity.CRITICAL, 70.0, 40.0), alert]
+    )
+    # A WARNING fails nothing, and failed assertions fail the quality outcome alone.
+    assert quality_passes(True, [EpisodeAlert("e1", "tool_match", Severity.WARNING, 0.3, 0.5)])
+    assert not quality_passes(False, [])
 
 
 def test_end_to_end_cost_regression_fails_an_episode_whose_assertions_pass() -> None:

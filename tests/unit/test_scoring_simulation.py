@@ -7,7 +7,7 @@ variants interleaved, lognormal cost and latency, failed episodes) and scores th
 - at most 1 false firing per 10,000 unchanged episodes per stream;
 - a 50 % cost rise detected within 40 episodes (median of the seeds), every seed detected;
 - a pass-rate drop from 95 % to 85 % detected within 150 episodes (median), every seed
-  detected while the regression lasts;
+  detected while the regression lasts, whatever the spread of cost and latency;
 - the alert holds while the regression lasts, resolves after recovery, and one regression
   is a handful of events.
 """
@@ -69,6 +69,11 @@ def test_a_50_percent_cost_rise_at_sigma_0_5_is_detected_within_40_episodes() ->
     _assert_regression_lifecycle(outs, target=40, length=400)
 
 
-def test_a_pass_rate_drop_from_95_to_85_percent_is_detected_within_150_episodes() -> None:
-    outs = _runs(shift_scenario("failures", 0.15, 0.1, 0.05, streams=STREAMS))
+# The pass rate watches the quality outcome, so cost and latency noise (whose CRITICAL
+# per-episode alerts fail about 40 % of the episodes at sigma 0.5) does not hide the drop.
+@pytest.mark.parametrize("sigma", [0.1, 0.3, 0.5])
+def test_a_pass_rate_drop_from_95_to_85_percent_is_detected_within_150_episodes(
+    sigma: float,
+) -> None:
+    outs = _runs(shift_scenario("failures", 0.15, sigma, 0.05, streams=STREAMS))
     _assert_regression_lifecycle(outs, target=150, length=400)
