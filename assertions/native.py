@@ -51,8 +51,8 @@ COMPILED: tuple[str, ...] = (
     "assertions.evaluation.verdicts",
     "connectors.kafka.batched_output",
     "connectors.kafka.partitions",
-    "stream.fast_metrics",
-    "stream.partition_feed",
+    "stream.telemetry.fast_metrics",
+    "stream.kafka_worker.partition_feed",
     "stream.pipeline",
 )
 GROUP = "assertions._native"  # mypyc's shared library: assertions/_native__mypyc.*.so

@@ -67,8 +67,8 @@ from process_cpu import cpu_seconds
 from assertions.wire.signals import decode_signal
 from connectors.kafka.batched_output import BatchedOutput
 from connectors.kafka.topics import ensure_topics
-from stream.allocator import keep_large_buffers
 from stream.dev_kafka import KafkaBroker
+from stream.kafka_worker.allocator import keep_large_buffers
 from stream.settings import TOPIC_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -802,7 +802,8 @@ def main() -> int:
         "the load generator on the others.",
     )
     args = parser.parse_args()
-    # The bare consumer reads with the worker's allocator settings (stream/allocator.py): the
+    # The bare consumer reads with the worker's allocator settings
+    # (stream/kafka_worker/allocator.py): the
     # ceiling must not lose to the worker on how fetch buffers are mapped.
     keep_large_buffers()
     if args.quick:

@@ -46,10 +46,10 @@ from assertions.alerting.regression import RegressionDetector
 from assertions.evaluation.assembly import CloseReason, CloseRules
 from assertions.scores.stage import ScoringSettings, ScoringStage
 from assertions.suite_format.suites import Suite, load_suite
-from stream.metrics import PipelineMetrics
+from stream.kafka_worker.signals_consumer import BATCH_RECORDS
 from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline
 from stream.settings import WorkerSettings
-from stream.signals_consumer import BATCH_RECORDS
+from stream.telemetry.metrics import PipelineMetrics
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "suite.yaml"

@@ -12,8 +12,8 @@ from typing import Any
 
 from assertions.scores.stage import ScoringSettings
 from connectors.alert_sinks import AlertSinks, make_sink
-from stream.metrics import PipelineMetrics
 from stream.pipeline import ALERTS, Sink
+from stream.telemetry.metrics import PipelineMetrics
 
 JSON = Any
 

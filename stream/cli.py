@@ -32,11 +32,12 @@ from connectors.kafka.topics import ensure_topics
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
 from stream.commands.user_error import UserError
-from stream.console_output import output_console
+from stream.console.check_table import print_table
+from stream.console.consoles import output_console
+from stream.console.load_warnings import show_warnings_plainly
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
 from stream.judge import judge_from
-from stream.metrics import PipelineMetrics
 from stream.offline import check_files
 from stream.settings import (
     COMPACTED_TOPICS,
@@ -45,8 +46,7 @@ from stream.settings import (
     WorkerSettings,
     load_settings,
 )
-from stream.table import print_table
-from stream.warning_display import show_warnings_plainly
+from stream.telemetry.metrics import PipelineMetrics
 
 FORMATS = ("table", "json", "markdown", "junit")
 JUDGE_HELP = (
@@ -381,7 +381,7 @@ def up_on_kafka(
         except KafkaError as exc:
             raise UserError(f"cannot reach Kafka at {settings.broker}: {exc}") from exc
         click.echo(f"published {count} signals to {settings.topic('signals')}", err=True)
-    from stream.worker import run_worker  # noqa: PLC0415 - imports faust, only with --kafka
+    from stream.kafka_worker.app import run_worker  # noqa: PLC0415 - imports faust, only with --kafka
 
     try:
         run_worker(settings, loaded.suites, pricing=loaded.pricing)
@@ -484,7 +484,7 @@ def worker(
         load_scoring_settings(settings.scoring) if settings.scoring else None
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    from stream.worker import run_worker  # noqa: PLC0415 - imports faust, only for this command
+    from stream.kafka_worker.app import run_worker  # noqa: PLC0415 - imports faust, only for this command
 
     try:
         run_worker(settings, loaded, pricing=pricing, loglevel=loglevel)

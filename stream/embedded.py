@@ -30,8 +30,8 @@ from assertions.scores.stage import ScoringSettings, ScoringStage
 from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
 from stream.alerting import AlertFanout, build_alert_sinks
+from stream.console.rejections import RejectionLog
 from stream.jsonl_records import JsonlRecords
-from stream.metrics import PipelineMetrics
 from stream.pipeline import (
     ALERTS,
     DLQ,
@@ -42,7 +42,7 @@ from stream.pipeline import (
     Pipeline,
     Sink,
 )
-from stream.rejections import RejectionLog
+from stream.telemetry.metrics import PipelineMetrics
 
 if TYPE_CHECKING:  # the gateway's modules load only when `up` serves it
     import uvicorn

@@ -15,7 +15,7 @@ from assertions.judge.protocol import Judge
 from assertions.wire.pricing import PricingTable
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
 from connectors.targets.python_callable import load_callable
-from stream.metrics import PipelineMetrics
+from stream.telemetry.metrics import PipelineMetrics
 
 
 class PrometheusJudgeObserver:

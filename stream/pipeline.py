@@ -36,9 +36,9 @@ from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal, signal_from_obj
 from connectors.codecs.llm_calls import llm_call_signals
-from stream.exemplars import EpisodeExemplar, episode_exemplar
-from stream.metrics import PipelineMetrics
 from stream.offline import resolve_judgements
+from stream.telemetry.exemplars import EpisodeExemplar, episode_exemplar
+from stream.telemetry.metrics import PipelineMetrics
 
 JSON = Any
 log = logging.getLogger(__name__)

@@ -69,7 +69,7 @@ class WorkerSettings(BaseModel):
         ge=0,
         description="Full garbage collections run every this many seconds instead of "
         "CPython's schedule, which paused a busy worker for 15-70 ms every few seconds "
-        "(stream/collector.py); 0 keeps CPython's.",
+        "(stream/kafka_worker/gc_schedule.py); 0 keeps CPython's.",
     )
     recovery_timeout_s: float = Field(
         60.0, gt=0, description="A rebalance/recovery stuck this long crashes the worker."

@@ -31,7 +31,7 @@ JSON = Any
 RECORDING_FIELDS = frozenset({"topic", "partition", "offset"})
 OTHER_IDS_SHOWN = 5
 # The worker's close decisions travel in the signals topic under this reserved name: they
-# are not the agent's signals (stream/partition_feed.py).
+# are not the agent's signals (stream/kafka_worker/partition_feed.py).
 CONTROL_SIGNAL = "evalstream:close"
 
 

@@ -20,7 +20,7 @@ from assertions.errors import InputError
 from assertions.reports.episode_timeline import EpisodeEvidence, assemble_timeline, render_text
 from stream.commands.user_error import UserError
 from stream.episode_drilldown import evidence_from_files, evidence_from_kafka
-from stream.record import parse_time
+from stream.recordings.record import parse_time
 
 
 @click.command("episode")

@@ -18,10 +18,10 @@ from connectors.kafka.topic_io import TopicReader, TopicSlice
 from connectors.messages_replay import MessagesClient
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
-from stream.console_output import output_console
-from stream.live_replay import DEFAULT_SUFFIX, LiveReplayer, LiveReport
-from stream.record import stop_on_signals
-from stream.replay import FileSource, Source, TopicSource
+from stream.console.consoles import output_console
+from stream.recordings.live_replay import DEFAULT_SUFFIX, LiveReplayer, LiveReport
+from stream.recordings.record import stop_on_signals
+from stream.recordings.replay import FileSource, Source, TopicSource
 
 
 def run_live(

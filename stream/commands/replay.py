@@ -24,11 +24,17 @@ from connectors.files.recording import EpisodeRename
 from connectors.kafka.topic_io import TopicReader, TopicSlice, TopicWriter
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
-from stream.console_output import output_console
+from stream.console.consoles import output_console
 from stream.jsonl_records import STDOUT, JsonlRecords
 from stream.pipeline import Sink
-from stream.record import parse_offsets, parse_time, progress_bar, record_topic, stop_on_signals
-from stream.replay import (
+from stream.recordings.record import (
+    parse_offsets,
+    parse_time,
+    progress_bar,
+    record_topic,
+    stop_on_signals,
+)
+from stream.recordings.replay import (
     FileSource,
     Pacer,
     PipelineTarget,
@@ -390,7 +396,7 @@ def _pipeline_target(
     records to `records_out`)."""
     from stream.cli import load_common  # noqa: PLC0415 - stream.cli imports this module
     from stream.embedded import ConsoleSink, EmbeddedRun, serve_metrics  # noqa: PLC0415
-    from stream.metrics import PipelineMetrics  # noqa: PLC0415
+    from stream.telemetry.metrics import PipelineMetrics  # noqa: PLC0415
 
     loaded = load_common(**evaluation)
     metrics = PipelineMetrics(process=into == "embedded")
@@ -465,7 +471,7 @@ def _print_report(
         render_junit,
         render_markdown,
     )
-    from stream.table import print_table  # noqa: PLC0415
+    from stream.console.check_table import print_table  # noqa: PLC0415
 
     report = target.report()
     if into == "embedded" and out is None and fmt == "table":

@@ -12,7 +12,7 @@ import pytest
 
 from stream.dashboards import DASHBOARDS, generate
 from stream.dashboards.__main__ import main as dashboards_main
-from stream.metrics import PipelineMetrics
+from stream.telemetry.metrics import PipelineMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "deploy" / "grafana" / "dashboards"
@@ -89,7 +89,7 @@ def test_every_panel_queries_the_provisioned_prometheus() -> None:
 
 
 def known_series() -> set[str]:
-    """Every series name stream/metrics.py can export, plus Prometheus' own."""
+    """Every series name stream/telemetry/metrics.py can export, plus Prometheus' own."""
     names = {"up"}
     registry = PipelineMetrics().registry
     for family in registry.collect():
@@ -111,7 +111,8 @@ def test_queries_name_only_metrics_that_exist() -> None:
                     assert metric in known, f"{p['title']}: unknown metric {metric}"
 
 
-# Series that carry exemplars naming an episode (stream/fast_metrics.py, per-episode families).
+# Series that carry exemplars naming an episode (stream/telemetry/fast_metrics.py,
+# per-episode families).
 EXEMPLAR_SERIES = (
     "evalstream_episodes_closed_total",
     "evalstream_verdicts_total",

@@ -23,8 +23,8 @@ from assertions.wire.pricing import default_pricing
 from assertions.wire.signals import Signal
 from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
 from stream.judge import PrometheusJudgeObserver, make_judge
-from stream.metrics import PipelineMetrics
 from stream.offline import evaluate_signals
+from stream.telemetry.metrics import PipelineMetrics
 from tests.graders.judge_helpers import (
     BAD,
     CRITERIA,

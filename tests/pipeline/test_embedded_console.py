@@ -10,10 +10,10 @@ import orjson
 from rich.console import Console
 
 from assertions.suite_format.suites import load_suite
+from stream.console.check_table import print_table
+from stream.console.rejections import RejectionLog
 from stream.embedded import run_embedded
 from stream.offline import check_files
-from stream.rejections import RejectionLog
-from stream.table import print_table
 
 SUITE = """\
 name: close failures

@@ -12,9 +12,9 @@ import pytest
 from assertions.suite_format.suites import Suite, parse_suite
 from assertions.suite_format.yaml_positions import load_yaml
 from assertions.wire.signals import Signal
-from stream.metrics import PipelineMetrics
 from stream.offline import evaluate_signals
 from stream.pipeline import EPISODES, MemorySink, Pipeline
+from stream.telemetry.metrics import PipelineMetrics
 
 SUITE = """name: tiny
 defaultAssertions:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from assertions.evaluation.assembly import CloseReason, CloseRules
 from assertions.suite_format.suites import Suite, parse_suite
-from stream.metrics import PipelineMetrics
 from stream.pipeline import Envelope, MemorySink, Pipeline
+from stream.telemetry.metrics import PipelineMetrics
 
 SUITE: Suite = parse_suite(
     {

@@ -16,7 +16,7 @@ from assertions.scores.stage import (
 )
 from assertions.suite_format.suites import load_suite
 from stream.embedded import run_embedded
-from stream.metrics import PipelineMetrics
+from stream.telemetry.metrics import PipelineMetrics
 from tests.scoring.http_peer import ScriptedServer
 from tests.scoring_flow.traffic import PHASES, write
 

@@ -15,15 +15,15 @@ from prometheus_client.parser import text_string_to_metric_families as text_fami
 from assertions.suite_format.suites import Suite, parse_suite
 from assertions.suite_format.yaml_positions import load_yaml
 from assertions.wire.signals import Signal
-from stream.exemplars import (
+from stream.pipeline import MemorySink, Pipeline
+from stream.telemetry.exemplars import (
     MAX_LABEL_CHARS,
     episode_exemplar,
     episode_trace_id,
     exemplar_episode_id,
 )
-from stream.fast_metrics import LabelledCounter, LabelledHistogram
-from stream.metrics import PipelineMetrics
-from stream.pipeline import MemorySink, Pipeline
+from stream.telemetry.fast_metrics import LabelledCounter, LabelledHistogram
+from stream.telemetry.metrics import PipelineMetrics
 from tests.pipeline.test_episode_errors import POISONS, mixed, run_pipeline
 
 SUITE = """name: tiny

@@ -7,7 +7,7 @@ import logging
 import pytest
 from aiokafka.errors import GroupAuthorizationFailedError, GroupCoordinatorNotAvailableError
 
-from stream.log_filters import (
+from stream.kafka_worker.log_filters import (
     COORDINATOR_DEAD,
     COORDINATOR_FAILED,
     COORDINATOR_LOGGER,

@@ -44,7 +44,7 @@ from connectors.codecs.llm_calls import llm_call_signals
 from connectors.files.recording import EpisodeRename, RecordedMessage
 from connectors.messages_replay import CandidateReply, MessagesClient, request_of
 from stream.offline import resolve_judgements
-from stream.replay import LLM_TOPIC_SUFFIX, Source, is_control
+from stream.recordings.replay import LLM_TOPIC_SUFFIX, Source, is_control
 
 JSON = Any
 DEFAULT_SUFFIX = "@candidate"

@@ -29,11 +29,11 @@ from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
 from connectors.files.recording import EpisodeRename, RecordedMessage, RecordingReader
 from connectors.kafka.topic_io import TopicReader, TopicWriter
-from stream.metrics import PipelineMetrics
 from stream.pipeline import DLQ, Envelope, Pipeline, Sink
+from stream.telemetry.metrics import PipelineMetrics
 
 JSON = Any
-# The worker's close-control records start with these bytes (stream.worker.CONTROL_NAME).
+# The worker's close-control records start with these bytes (stream.kafka_worker.app.CONTROL_NAME).
 CONTROL_PREFIX = b'{"name":"evalstream:close"'
 LLM_TOPIC_SUFFIX = "llm-calls"
 YIELD_EVERY = 256  # file reading is synchronous: let the loop breathe (signals, pacing)

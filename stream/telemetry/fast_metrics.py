@@ -10,8 +10,8 @@ registry is collected; the exposition (names, labels, buckets, sums) is the same
 Updates and collection may run on different threads (the worker's /metrics server): a
 collection copies each dict in one C call, under the GIL, before reading it.
 
-An update may name the episode behind it (`stream.exemplars.EpisodeExemplar`): each counter
-series, and each histogram bucket, keeps the latest one as its OpenMetrics exemplar, as
+An update may name the episode behind it (`stream.telemetry.exemplars.EpisodeExemplar`): each
+counter series, and each histogram bucket, keeps the latest one as its OpenMetrics exemplar, as
 prometheus_client's `inc(exemplar=…)` / `observe(exemplar=…)` do.
 """
 
@@ -27,7 +27,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Exemplar, Sample
 from prometheus_client.utils import floatToGoString
 
-from stream.exemplars import EpisodeExemplar
+from stream.telemetry.exemplars import EpisodeExemplar
 
 Labels = tuple[str, ...]
 

@@ -1,6 +1,6 @@
 """One assigned partition of the signals topic: its state and the per-record loop.
 
-Kept apart from `stream.worker` (faust, timers, commits) so that it is compiled with the
+Kept apart from `stream.kafka_worker.app` (faust, timers, commits) so that it is compiled with the
 pipeline (assertions.native): this loop runs once per consumed signal. What a record needs
 beyond the pipeline — a control record, a signal of a closed episode, markers to publish,
 a hole in the offsets — is delegated to the worker through `PartitionHooks`.
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import orjson
 
 from connectors.kafka.batched_output import BatchedOutput
-from stream.dead_letter_output import DeadLetterOutput
+from stream.kafka_worker.dead_letter_output import DeadLetterOutput
 from stream.pipeline import ALERTS, DLQ, Envelope, Pipeline
 
 log = logging.getLogger("evalstream.worker")
@@ -29,7 +29,7 @@ Marker = dict[str, Any]  # {"offset": close offset, "closed_at": epoch s, "parti
 
 
 class PartitionState:
-    """What the worker keeps per assigned partition (see `stream.worker` for the protocol
+    """What the worker keeps per assigned partition (see `stream.kafka_worker.app` for the protocol
     of offsets, markers and commits)."""
 
     __slots__ = (

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from assertions.evaluation.verdicts import Verdict
 from assertions.reports.check_report import CheckReport
-from stream.rejections import RejectionLog
+from stream.console.rejections import RejectionLog
 
 _STYLE = {"passed": "green", "failed": "red", "error": "yellow", "unevaluated": "dim"}
 

@@ -18,7 +18,7 @@ log = logging.getLogger("evalstream.worker")
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 # glibc's largest mmap threshold on 64-bit (HEAP_MAX_SIZE / 2): buffers up to this size
-# come from the heap; fetches are 8 MiB a partition (stream.signals_consumer).
+# come from the heap; fetches are 8 MiB a partition (stream.kafka_worker.signals_consumer).
 MMAP_THRESHOLD = 32 * 1_048_576
 # How much free memory at the heap's top is kept for reuse rather than returned.
 TRIM_THRESHOLD = 128 * 1_048_576

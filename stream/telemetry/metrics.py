@@ -3,7 +3,7 @@
 Units are seconds; label sets are bounded (suite, assertion type, verdict, reason, topic,
 partition) — never an episode id. The per-episode families (closed episodes, verdicts, lead
 times, scores, baseline deltas, per-episode alerts) name the latest episode of each series
-(bucket) in an OpenMetrics exemplar instead (`stream/exemplars.py`).
+(bucket) in an OpenMetrics exemplar instead (`stream/telemetry/exemplars.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.process_collector import ProcessCollector
 
-from stream.fast_metrics import LabelledCounter, LabelledHistogram
+from stream.telemetry.fast_metrics import LabelledCounter, LabelledHistogram
 
 LEAD_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from stream.metrics import PipelineMetrics
+from stream.telemetry.metrics import PipelineMetrics
 
 log = logging.getLogger("evalstream.worker")
 JSON = Any

@@ -11,8 +11,8 @@ Design (why it is safe under at-least-once delivery, crashes and rebalances):
   episode is therefore in one partition's log, in order: replaying the log reproduces the
   same episodes, verdicts and records, byte for byte.
 - The signals topic is read in batches by an aiokafka group consumer of its own
-  (`stream.signals_consumer`), not by a faust agent: faust's per-message path cost ~80 % of
-  the time. faust runs everything else (the llm-calls and observations agents, timers, the
+  (`stream.kafka_worker.signals_consumer`), not by a faust agent: faust's per-message path
+  cost ~80 % of the time. faust runs everything else (the llm-calls and observations agents, timers, the
   leader's crontab) in the group `<app_id>-agents`.
 - The worker commits, per signals partition, the first offset of the oldest episode still
   open there (or the next offset when none is), only after the outputs and closed-markers
@@ -56,18 +56,22 @@ from connectors.codecs.llm_calls import llm_call_signals
 from connectors.kafka.batched_output import BatchedOutput
 from connectors.kafka.partitions import key_partition_lookup
 from stream.alerting import build_alert_sinks
-from stream.allocator import keep_large_buffers
-from stream.collector import freeze_startup_objects, full_collection, schedule_full_collections
-from stream.dead_letter_output import DeadLetterOutput
 from stream.judge import make_judge
-from stream.metrics import PipelineMetrics
-from stream.partition_feed import (
+from stream.kafka_worker.allocator import keep_large_buffers
+from stream.kafka_worker.dead_letter_output import DeadLetterOutput
+from stream.kafka_worker.gc_schedule import (
+    freeze_startup_objects,
+    full_collection,
+    schedule_full_collections,
+)
+from stream.kafka_worker.partition_feed import (
     CONTROL_NAME,
     CONTROL_PREFIX,
     PartitionSink,
     PartitionState,
     feed_records,
 )
+from stream.kafka_worker.signals_consumer import Records, SignalsConsumer
 from stream.pipeline import (
     ALERTS,
     BASELINES,
@@ -89,7 +93,7 @@ from stream.settings import (
     TOPIC_NAMES,
     WorkerSettings,
 )
-from stream.signals_consumer import Records, SignalsConsumer
+from stream.telemetry.metrics import PipelineMetrics
 
 JSON = Any
 log = logging.getLogger("evalstream.worker")
@@ -639,9 +643,9 @@ class Worker:
 
 def check_topics(loop: asyncio.AbstractEventLoop, settings: WorkerSettings) -> None:
     """Refuses a signals topic whose retention an open episode can outlive; warns about the
-    rest of its configuration (stream/topic_checks.py)."""
+    rest of its configuration (stream/kafka_worker/topic_checks.py)."""
     from connectors.kafka.topics import topic_config  # noqa: PLC0415
-    from stream.topic_checks import check_signals_topic  # noqa: PLC0415
+    from stream.kafka_worker.topic_checks import check_signals_topic  # noqa: PLC0415
 
     topic = settings.topic("signals")
     config = loop.run_until_complete(topic_config(settings.broker, topic))
@@ -662,7 +666,7 @@ def run_worker(
     from prometheus_client import start_http_server  # noqa: PLC0415
 
     from connectors.kafka.topics import ensure_topics  # noqa: PLC0415
-    from stream.log_filters import quiet_coordinator_discovery  # noqa: PLC0415
+    from stream.kafka_worker.log_filters import quiet_coordinator_discovery  # noqa: PLC0415
 
     quiet_coordinator_discovery()  # no ERROR for a coordinator still being elected
     loop = asyncio.new_event_loop()
@@ -701,10 +705,11 @@ def run_worker(
     )
     # Everything made so far (modules, suites, faust) lives as long as the process: out of
     # the collector's sight, full collections only walk the episodes' objects (shorter pauses),
-    # and run on the worker's timer, not every few seconds (stream/collector.py).
+    # and run on the worker's timer, not every few seconds (stream/kafka_worker/gc_schedule.py).
     freeze_startup_objects()
     schedule_full_collections(settings.full_gc_interval_s)
-    keep_large_buffers()  # fetch buffers reused, not faulted in afresh (stream/allocator.py)
+    # fetch buffers reused, not faulted in afresh (stream/kafka_worker/allocator.py)
+    keep_large_buffers()
     runner = faust.Worker(worker.app, loglevel=loglevel, quiet=True, loop=loop)
     # faust's progress spinner sets the root logger to DEBUG at WARNING and above (it spins
     # on every record), so every debug call of aiokafka and faust built a log record: ~4 %

@@ -4,7 +4,7 @@ Why: faust hands every message through its conductor, an `Event`, a flow-control
 the stream iterator and two asyncio tasks per message (`Consumer.wait_first`). py-spy put
 ~80 % of a worker's time there, capping it at 3-6k signals/s. A `getmany()` batch goes to
 the worker's pipelines directly; offsets are committed by the worker (resume points, see
-`stream.worker`), never by the consumer itself.
+`stream.kafka_worker.app`), never by the consumer itself.
 
 The group is the worker's `app_id`; faust's own group (llm-calls and observations agents,
 timers, the leader's crontab) is `<app_id>-agents`, so the two never share a protocol.
