@@ -18,7 +18,7 @@ from assertions.graders.model import ModelGraderConfig
 from assertions.harness.models import EvalItem
 
 SCALE_WORDS = re.compile(r"\b(scale|score|scored|scoring|rate|rating|points?|grade)\b", re.I)
-RANGE = re.compile(r"(?<![\d.])(\d{1,2})\s*(?:-|\u2013|\u2014|to)\s*(\d{1,2})(?![\d.%+])")
+RANGE = re.compile(r"(?<![\d.])(\d{1,2})\s*(?:-|\u2013|\u2014|to)\s*(\d{1,2})(?!\d|\.\d|%|\+)")
 ANCHOR = re.compile(r"^\s*[-*]?\s*(\d{1,2})\s*(?::|=|\u2013|\u2014|\s-\s)\s*\S", re.M)
 
 

@@ -134,7 +134,11 @@ class GateResult:
 
 def ks_needed(thresholds: Mapping[str, float], attempts: int) -> list[int]:
     """The k values the report must compute: those the thresholds name, and the attempts."""
-    ks = {k for name in thresholds if (k := metric_k(name)) is not None}
+    ks = {
+        k
+        for name in thresholds
+        if (k := metric_k(name)) is not None and (k > 1 or name == "pass_hat_1")
+    }
     if attempts > 1:
         ks.add(attempts)
     return sorted(ks) or [3]
