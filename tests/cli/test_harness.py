@@ -150,8 +150,10 @@ def test_pass_hat_k_needs_k_attempts_and_says_so(tmp_path: Path) -> None:
     done = harness(
         "harness", "run", "--suite", str(SUITE), "--outputs", str(OUTPUTS),
         "--threshold", "pass_hat_3=0.25", "--threshold", "pass_at_1=0.5", "--report", str(result),
+        "--progress",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout  # the flag overrides the suite's pass_at_1 0.70
+    assert "[graded 9/9]" in done.stderr  # asked for; stderr is not a terminal here
     report = report_of(result)
     # only cap-string-001/tc-002 has three attempts (two passed): (2/3)^3 = 0.296
     assert report["metrics"]["pass_hat_3"] == pytest.approx(0.296)
@@ -165,6 +167,7 @@ def test_pass_hat_k_needs_k_attempts_and_says_so(tmp_path: Path) -> None:
         "--category", "regression", "--threshold", "pass_at_3=0.5",
     )  # fmt: skip
     assert single.returncode == 1  # no regression item has 3 attempts: undefined fails
+    assert "[graded" not in single.stderr  # no progress on a pipe unless asked
     assert "undefined" in single.stdout
     assert "--attempts 3" in single.stdout
 
