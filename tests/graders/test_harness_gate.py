@@ -3,6 +3,7 @@ JUnit rendering, selection and the rubric-scale check."""
 
 from __future__ import annotations
 
+import asyncio
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from assertions.errors import SuiteError
 from assertions.graders.exact_match import ExactMatchConfig
 from assertions.graders.model import ModelGraderConfig
 from assertions.graders.result import GradeResult
-from assertions.harness.grading import ItemGrade
+from assertions.harness.grading import ItemGrade, grade_items
 from assertions.harness.junit import render_junit
 from assertions.harness.loader import load_evals
 from assertions.harness.models import EvalItem
@@ -26,6 +27,7 @@ from assertions.harness.thresholds import (
     ks_needed,
     parse_threshold_flag,
 )
+from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval-harness"
 PASS, FAIL = GradeResult(passed=True, score=1.0), GradeResult(passed=False, score=0.0)
@@ -181,3 +183,35 @@ def test_eval_trigger_beside_the_suite(tmp_path: Path) -> None:
     with pytest.raises(SuiteError, match="on_failure") as caught:
         load_evals(suite)
     assert caught.value.line == 8
+
+
+class CountingJudge:
+    """Holds each request until several are in flight, recording the peak: the pool's bound."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.peak = 0
+        self.calls = 0
+
+    async def judge(self, request: JudgeRequest) -> JudgeVerdict:
+        self.in_flight += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.in_flight)
+        for _ in range(20):  # let every other ready attempt start, if the pool allows it
+            await asyncio.sleep(0)
+        self.in_flight -= 1
+        return JudgeVerdict(score=1.0)
+
+
+@pytest.mark.parametrize("pool", [1, 3])
+def test_model_graded_attempts_run_in_a_bounded_pool(pool: int) -> None:
+    items = [
+        item(f"m{i}", grader_type="model", grader=ModelGraderConfig(rubric="Is it right?"))
+        for i in range(4)
+    ]
+    outputs = {i.key: {"attempts": ["a", "b"]} for i in items}
+    judge = CountingJudge()
+    grades = asyncio.run(grade_items(items, outputs, judge=judge, max_concurrency=pool))
+    assert judge.calls == 8
+    assert judge.peak == pool  # parallel up to the bound, never beyond
+    assert {g.status for g in grades} == {"pass"}
