@@ -204,10 +204,9 @@ async def grade_items(
     async def one(item: EvalItem) -> ItemGrade:
         if item.grader_type == "human":
             grade = grade_human(item, reviews)
-        elif item.key not in outputs:
+        elif not (tries := attempts_of(outputs.get(item.key, {"attempts": []}))):
             grade = ItemGrade(item, skipped=f"no output for {item.key!r}")
         else:
-            tries = attempts_of(outputs[item.key])
             grade = ItemGrade(item, list(await asyncio.gather(*(attempt(item, o) for o in tries))))
         if on_graded is not None:
             on_graded(grade)

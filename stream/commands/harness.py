@@ -446,7 +446,9 @@ def run_command(
             )
     else:
         assert target is not None
-        outputs = _run_target(target, items, attempts, timeout_s, pool, shown)
+        # Human items' outputs only matter when they can go to a review queue.
+        asked = [i for i in items if i.grader_type != "human" or reviews_path is not None]
+        outputs = _run_target(target, asked, attempts, timeout_s, pool, shown)
     queue = _fill_queue(reviews_path, suite_name, items, outputs)
     grades = asyncio.run(
         _grade(items, outputs, judge_spec=judge_spec, reviews=queue, workers=pool, progress=shown)

@@ -215,3 +215,8 @@ def test_model_graded_attempts_run_in_a_bounded_pool(pool: int) -> None:
     assert judge.calls == 8
     assert judge.peak == pool  # parallel up to the bound, never beyond
     assert {g.status for g in grades} == {"pass"}
+
+
+def test_an_empty_attempts_list_is_no_output() -> None:
+    [grade] = asyncio.run(grade_items([item("x", expected="a")], {"x": {"attempts": []}}))
+    assert (grade.status, grade.reason()) == ("skipped", "no output for 'x'")
