@@ -4,10 +4,14 @@ Outputs are supplied by whoever ran the system (a dataset run, a file of recorde
 the code runner (for `function_output`), the judge (for model graders) and the review queue
 (for human graders) are injected. An item's summary status:
 
-- `error` if any attempt's grader errored (never a pass);
-- `skipped` without an output, or for a human grader still short of `min_required` raters;
+- `error` if any attempt's grader errored, or the target failed to produce it (never a pass);
+- `pending` for a human-graded item until `min_required` raters rated it in the review queue
+  (never a pass);
+- `skipped` without an output;
 - `pass` when every attempt passed (strict, as a CI gate needs), else `fail`.
 
+Attempts are graded concurrently, at most `max_concurrency` at once: the function-output
+sandbox and the judge are the slow graders, and both run independent attempts in parallel.
 pass@k and pass^k over the attempts are in the report's metrics.
 """
 
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,14 +40,24 @@ from assertions.judge.protocol import Judge
 JSON = Any
 
 
+@dataclass(frozen=True)
+class OutputError:
+    """An attempt whose output could not be obtained (the target failed): graded as `error`."""
+
+    message: str
+
+
 @dataclass
 class ItemGrade:
     item: EvalItem
     attempts: list[GradeResult] = field(default_factory=list)
     skipped: str | None = None
+    pending: str | None = None
 
     @property
     def status(self) -> str:
+        if self.pending is not None:
+            return "pending"
         if self.skipped is not None:
             return "skipped"
         if any(a.status == "error" for a in self.attempts):
@@ -56,6 +70,8 @@ class ItemGrade:
 
     def reason(self) -> str:
         """One line saying why the item did not pass."""
+        if self.pending is not None:
+            return self.pending
         if self.skipped is not None:
             return self.skipped
         for attempt in self.attempts:
@@ -108,6 +124,8 @@ async def grade_output(
     runner: CodeRunner | None = None,
 ) -> GradeResult:
     """One attempt's output through the item's (non-human) grader."""
+    if isinstance(output, OutputError):
+        return GradeResult.errored(output.message)
     grader = item.grader
     if isinstance(grader, ExactMatchConfig):
         return grade_exact_match(output, item.expected, grader, item.alternatives)
@@ -134,16 +152,21 @@ async def grade_output(
 
 def grade_human(item: EvalItem, queue: ReviewQueue | None) -> ItemGrade:
     if queue is None:
-        return ItemGrade(item, skipped="human grader: no review queue given")
+        return ItemGrade(item, pending="awaiting human review: no review queue given")
     try:
         review = queue.item(item.key)
     except ValueError:
-        return ItemGrade(item, skipped=f"human grader: item {item.key!r} is not in the queue")
+        return ItemGrade(
+            item,
+            pending=f"awaiting human review: item {item.key!r} is not in the queue (it needs "
+            "an output and a queue: --reviews QUEUE.json)",
+        )
     result = queue.result(review)
     if result.status == "pending":
         need = queue.config.evaluators.min_required
         return ItemGrade(
-            item, skipped=f"human grader: {len(result.raters)} of {need} required ratings"
+            item,
+            pending=f"awaiting human review: {len(result.raters)} of {need} required ratings",
         )
     score = result.score if result.score is not None else 0.0
     details: dict[str, JSON] = {
@@ -165,20 +188,35 @@ async def grade_items(
     runner: CodeRunner | None = None,
     reviews: ReviewQueue | None = None,
     max_concurrency: int = 4,
+    on_graded: Callable[[ItemGrade], None] | None = None,
 ) -> list[ItemGrade]:
     """Grade every item. `outputs[item.key]` is one output, or a list of attempts when
-    `{"attempts": [...]}` is given (a bare list is one output: lists are valid outputs)."""
+    `{"attempts": [...]}` is given (a bare list is one output: lists are valid outputs).
+    `on_graded` is called as each item is done (progress)."""
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     semaphore = asyncio.Semaphore(max_concurrency)
+
+    async def attempt(item: EvalItem, output: JSON) -> GradeResult:
+        async with semaphore:
+            return await grade_output(item, output, judge=judge, runner=runner)
 
     async def one(item: EvalItem) -> ItemGrade:
         if item.grader_type == "human":
-            return grade_human(item, reviews)
-        if item.key not in outputs:
-            return ItemGrade(item, skipped=f"no output for {item.key!r}")
-        raw = outputs[item.key]
-        attempts = raw["attempts"] if isinstance(raw, dict) and set(raw) == {"attempts"} else [raw]
-        async with semaphore:
-            results = [await grade_output(item, o, judge=judge, runner=runner) for o in attempts]
-        return ItemGrade(item, results)
+            grade = grade_human(item, reviews)
+        elif not (tries := attempts_of(outputs.get(item.key, {"attempts": []}))):
+            grade = ItemGrade(item, skipped=f"no output for {item.key!r}")
+        else:
+            grade = ItemGrade(item, list(await asyncio.gather(*(attempt(item, o) for o in tries))))
+        if on_graded is not None:
+            on_graded(grade)
+        return grade
 
     return list(await asyncio.gather(*(one(item) for item in items)))
+
+
+def attempts_of(raw: JSON) -> list[JSON]:
+    """An outputs-file entry as its attempts: `{"attempts": [...]}` or one output."""
+    if isinstance(raw, dict) and set(raw) == {"attempts"} and isinstance(raw["attempts"], list):
+        return list(raw["attempts"])
+    return [raw]

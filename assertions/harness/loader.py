@@ -26,6 +26,7 @@ from assertions.harness.models import (
     items_of_file,
     items_of_regression,
 )
+from assertions.harness.thresholds import EvalTrigger
 from assertions.suite_format.yaml_positions import Loc, PositionMap, load_yaml, render_loc
 
 JSON = Any
@@ -102,6 +103,9 @@ def _load(path: Path, loaded: LoadedEvals, stack: tuple[Path, ...]) -> None:
     loaded.files.append(str(path))
     if isinstance(data, dict) and "eval_suite" in data:
         suite = doc.validate(EvalSuite, data["eval_suite"], ("eval_suite",))
+        if "eval_trigger" in data and suite.eval_trigger is None:
+            trigger = doc.validate(EvalTrigger, data["eval_trigger"], ("eval_trigger",))
+            suite = suite.model_copy(update={"eval_trigger": trigger})
         if loaded.suite is None:
             loaded.suite = suite
         for i, ref in enumerate(suite.evals):

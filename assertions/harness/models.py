@@ -8,8 +8,9 @@ Shapes accepted (YAML or JSON):
   `regression_eval:`;
 - an eval file (`schema_version, eval_type, metadata, config, test_cases` for capability;
   `baseline, test_case, grader` for regression, the eval-harness JSON form);
-- a suite (`eval_suite: {name, version, description, config, evals: [{$ref: path}], reporting}`),
-  whose `$ref`s are resolved by `assertions.harness.loader`.
+- a suite (`eval_suite: {name, version, description, config, evals: [{$ref: path}], reporting,
+  eval_trigger}`), whose `$ref`s are resolved by `assertions.harness.loader`; `eval_trigger`
+  (the CI gate, `assertions.harness.thresholds`) may also sit beside `eval_suite:`.
 
 Every shape becomes a list of `EvalItem`: one gradable question with its typed grader.
 """
@@ -26,6 +27,7 @@ from assertions.graders.human_review import HumanGraderConfig
 from assertions.graders.model import ModelGraderConfig
 from assertions.graders.regex_match import RegexConfig
 from assertions.graders.structural import StructuralConfig
+from assertions.harness.thresholds import EvalTrigger
 
 JSON = Any
 
@@ -206,6 +208,7 @@ class EvalSuite(_Open):
     config: dict[str, JSON] = Field(default_factory=dict)
     evals: list[EvalRef] = Field(min_length=1)
     reporting: dict[str, JSON] = Field(default_factory=dict)
+    eval_trigger: EvalTrigger | None = None
 
 
 # --- the flat, gradable form -------------------------------------------------------------

@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "stream.commands.gateway",  # gateway
     "stream.commands.evals",  # eval, matrix, compare
     "stream.commands.review",  # review (human grading queue)
+    "stream.commands.harness",  # harness run / report (eval-harness suites as a CI gate)
     "stream.commands.replay",  # record, replay
     "stream.commands.episode",  # episode (drill-down of one episode id)
 )

@@ -111,10 +111,13 @@ def test_grading_and_report_of_the_examples(messages_api: MessagesAPIServer) -> 
     assert "quality_scores.actionability (delta)" in quality["reason"]
     # pass@1 averages c/n: seven items at 1, one at 2/3, one at 0
     assert r["metrics"]["pass_at_1"] == pytest.approx(round((7 + 2 / 3) / 9, 3))
-    # pass@3 needs n >= 3: only the item with three attempts, 1 - C(1,3)/C(3,3) = 1;
-    # the seed's pass^3 = (c/n)^3 is defined for every item
+    # one rule for k = 3: only the item with three attempts counts, for pass@3 and pass^3
+    # alike: 1 - C(1,3)/C(3,3) = 1 and (2/3)^3; the other eight are left out, and said so
     assert r["metrics"]["pass_at_3"] == 1.0
-    assert r["metrics"]["pass_hat_3"] == pytest.approx(round((7 + (2 / 3) ** 3) / 9, 3))
+    assert r["metrics"]["pass_hat_3"] == pytest.approx(round((2 / 3) ** 3, 3))
+    for name in ("pass_at_3", "pass_hat_3"):
+        assert r["metrics_coverage"][name] == {"items": 1, "excluded_fewer_than_k_attempts": 8}
+    assert r["metrics_coverage"]["pass_at_1"] == {"items": 9, "excluded_fewer_than_k_attempts": 0}
     markdown = render_markdown(report)
     assert "| reg-quality-001 | fail |" in markdown
     assert "## By grader" in markdown
@@ -135,8 +138,12 @@ def test_human_items_wait_for_enough_raters() -> None:
     queue = ReviewQueue.model_validate_json((EXAMPLES / "reviews.json").read_text())
     queue.ratings = [r for r in queue.ratings if r.rater == "alice"]
     [grade] = asyncio.run(grade_items(loaded.items, {}, reviews=queue))
-    assert grade.status == "skipped"
+    assert grade.status == "pending"
     assert "1 of 2 required ratings" in grade.reason()
+    report = build_report([grade], suite_name="s", run_id="r", timestamp="t")["eval_report"]
+    assert (report["summary"]["passed"], report["summary"]["pending"]) == (0, 1)
+    assert report["summary"]["pass_rate"] == 0.0  # pending counts as not passed
+    assert report["metrics"]["pass_at_1"] == 0.0
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
