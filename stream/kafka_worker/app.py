@@ -12,8 +12,8 @@ Design (why it is safe under at-least-once delivery, crashes and rebalances):
   same episodes, verdicts and records, byte for byte.
 - The signals topic is read in batches by an aiokafka group consumer of its own
   (`stream.kafka_worker.signals_consumer`), not by a faust agent: faust's per-message path
-  cost ~80 % of the time. faust runs everything else (the llm-calls and observations agents, timers, the
-  leader's crontab) in the group `<app_id>-agents`.
+  cost ~80 % of the time. faust runs everything else (the llm-calls and observations agents,
+  timers, the leader's crontab) in the group `<app_id>-agents`.
 - The worker commits, per signals partition, the first offset of the oldest episode still
   open there (or the next offset when none is), only after the outputs and closed-markers
   of everything before it were acknowledged by the broker. After a crash or a rebalance,
