@@ -1,0 +1,185 @@
+"""The judge's spend budget: USD (and optionally tokens) per rolling hour and per rolling day.
+
+A question *reserves* its worst case before it is sent (the request's input-token bound plus
+`max_tokens`, priced at the dearest input rate) and *settles* to the usage the API reported
+once it is answered, so however many questions are in flight, reserved plus settled spend
+never exceeds a ceiling. A question whose reservation does not fit is refused with
+`JudgeBudgetExhaustedError`; the assertion becomes `error`, never `pass`.
+
+Spend is kept in one-minute buckets. A bucket counts against a window until its whole minute
+has left the window, so a window counts at most one minute too much and never too little.
+Pure: the caller passes the time (seconds since the epoch).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from assertions.errors import EvaluationError
+
+BUCKET_S = 60.0
+WINDOWS: dict[str, float] = {"hour": 3_600.0, "day": 86_400.0}
+
+
+class JudgeBudgetExhaustedError(EvaluationError):
+    """The judge's budget for a window is spent; the question was not asked."""
+
+
+@dataclass(frozen=True)
+class BudgetLimits:
+    """Ceilings per rolling window; None means no ceiling."""
+
+    usd_per_hour: float | None = None
+    usd_per_day: float | None = None
+    tokens_per_hour: int | None = None
+    tokens_per_day: int | None = None
+
+    def usd(self, window: str) -> float | None:
+        return self.usd_per_hour if window == "hour" else self.usd_per_day
+
+    def tokens(self, window: str) -> int | None:
+        return self.tokens_per_hour if window == "hour" else self.tokens_per_day
+
+    @property
+    def any(self) -> bool:
+        return any(
+            v is not None
+            for v in (
+                self.usd_per_hour,
+                self.usd_per_day,
+                self.tokens_per_hour,
+                self.tokens_per_day,
+            )
+        )
+
+
+@dataclass
+class Reservation:
+    """A question's worst case, held against every window until `SpendBudget.settle`."""
+
+    usd: float
+    tokens: int
+    settled: bool = False
+
+
+class SpendBudget:
+    """Reserve before a call, settle after it; thread-safe. A call costs a pass over at most
+    a day of minute buckets (1,441)."""
+
+    def __init__(self, limits: BudgetLimits) -> None:
+        self.limits = limits
+        self._lock = threading.Lock()
+        # (bucket start, usd, tokens), oldest first; one deque serves both windows.
+        self._buckets: deque[list[float]] = deque()
+        self._reserved_usd = 0.0
+        self._reserved_tokens = 0
+
+    # --- the two operations ---------------------------------------------------------------
+
+    def reserve(self, usd: float, tokens: int, now: float) -> Reservation:
+        """Holds `usd` and `tokens` against every window, or raises `JudgeBudgetExhaustedError`."""
+        with self._lock:
+            self._expire(now)
+            for window in WINDOWS:
+                usd_spent, tokens_spent = self._used(window, now)
+                usd_ceiling = self.limits.usd(window)
+                if usd_ceiling is not None and usd_spent + usd > usd_ceiling:
+                    raise JudgeBudgetExhaustedError(
+                        self._refusal(window, f"${usd_spent:.4f} of ${usd_ceiling:.4f}", now)
+                        + f"; this question may cost up to ${usd:.4f}"
+                    )
+                token_ceiling = self.limits.tokens(window)
+                if token_ceiling is not None and tokens_spent + tokens > token_ceiling:
+                    raise JudgeBudgetExhaustedError(
+                        self._refusal(window, f"{tokens_spent:,} of {token_ceiling:,} tokens", now)
+                        + f"; this question may use up to {tokens:,} tokens"
+                    )
+            self._reserved_usd += usd
+            self._reserved_tokens += tokens
+            return Reservation(usd, tokens)
+
+    def settle(self, reservation: Reservation, usd: float, tokens: int, now: float) -> None:
+        """Replaces the reservation by what the call really cost (0 when nothing was billed)."""
+        with self._lock:
+            if reservation.settled:
+                return
+            reservation.settled = True
+            self._reserved_usd = max(0.0, self._reserved_usd - reservation.usd)
+            self._reserved_tokens = max(0, self._reserved_tokens - reservation.tokens)
+            if usd or tokens:
+                start = math.floor(now / BUCKET_S) * BUCKET_S
+                if self._buckets and self._buckets[-1][0] == start:
+                    self._buckets[-1][1] += usd
+                    self._buckets[-1][2] += tokens
+                else:
+                    self._buckets.append([start, usd, float(tokens)])
+
+    # --- reading --------------------------------------------------------------------------
+
+    def remaining_usd(self, window: str, now: float) -> float | None:
+        """USD left in `window` (reservations count as spent), or None without a ceiling."""
+        ceiling = self.limits.usd(window)
+        if ceiling is None:
+            return None
+        with self._lock:
+            self._expire(now)
+            return max(0.0, ceiling - self._used(window, now)[0])
+
+    def spent_usd(self, window: str, now: float) -> float:
+        """Settled USD in `window` (without reservations)."""
+        with self._lock:
+            self._expire(now)
+            return sum(b[1] for b in self._buckets if _inside(b[0], window, now))
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _used(self, window: str, now: float) -> tuple[float, int]:
+        usd, tokens = self._reserved_usd, float(self._reserved_tokens)
+        for start, b_usd, b_tokens in self._buckets:
+            if _inside(start, window, now):
+                usd += b_usd
+                tokens += b_tokens
+        return usd, int(tokens)
+
+    def _expire(self, now: float) -> None:
+        while self._buckets and not _inside(self._buckets[0][0], "day", now):
+            self._buckets.popleft()
+
+    def _refusal(self, window: str, used: str, now: float) -> str:
+        frees = self._next_expiry(window, now)
+        when = (
+            f"; spend leaves the window from {datetime.fromtimestamp(frees, UTC):%H:%M} UTC"
+            if frees is not None
+            else ""
+        )
+        variable = f"EVALSTREAM_JUDGE_BUDGET_{'USD' if '$' in used else 'TOKENS'}_PER_"
+        return (
+            f"judge budget spent: {used} used in the last {window}{when}; the question was not "
+            f"asked (raise {variable}{window.upper()} to allow more)"
+        )
+
+    def _next_expiry(self, window: str, now: float) -> float | None:
+        for start, _, _ in self._buckets:
+            if _inside(start, window, now):
+                return start + BUCKET_S + WINDOWS[window]
+        return None
+
+
+def _inside(start: float, window: str, now: float) -> bool:
+    """A bucket counts until its whole minute is older than the window."""
+    return start + BUCKET_S > now - WINDOWS[window]
+
+
+MESSAGE_OVERHEAD_TOKENS = 64
+"""Framing the API adds around the system prompt, the message and the schema (role markers,
+tool definitions); generous, because the bound must not fall short."""
+
+
+def input_token_bound(*texts: str) -> int:
+    """An upper bound on the input tokens of a request made of `texts`: a byte-level BPE
+    token covers at least one UTF-8 byte, so the byte count bounds the token count."""
+    return sum(len(text.encode()) for text in texts) + MESSAGE_OVERHEAD_TOKENS
