@@ -64,6 +64,7 @@ from assertions.judge.prompt import (
     validate_request,
 )
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from assertions.judge.usage import JudgeUsage
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
 from assertions.wire.pricing import PricingTable, Usage, default_pricing
 
@@ -166,39 +167,7 @@ class JudgeObserver(Protocol):
     def judge_budget(self, remaining_usd: Mapping[str, float]) -> None: ...
 
 
-@dataclass
-class JudgeStats:
-    """Totals since the judge was made (cached answers cost nothing)."""
-
-    calls: int = 0
-    ok: int = 0
-    errors: int = 0
-    cached: int = 0
-    budget_exhausted: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cache_saving_usd: float = 0.0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-
-    def summary(self) -> str:
-        """One line for a run's report."""
-        line = (
-            f"judge: {self.ok} answered, {self.cached} cached, {self.errors} errors"
-            + (f", {self.budget_exhausted} refused by the budget" if self.budget_exhausted else "")
-            + f"; {self.input_tokens:,} input + {self.output_tokens:,} output tokens"
-            + f", ${self.cost_usd:.4f}"
-        )
-        if self.cache_read_tokens or self.cache_write_tokens:
-            line += (
-                f"; prompt cache: {self.cache_read_tokens:,} read, "
-                f"{self.cache_write_tokens:,} written, saved ${self.cache_saving_usd:.4f}"
-            )
-        return line
-
+JudgeStats = JudgeUsage
 
 ClientFactory = Callable[[JudgeSettings], anthropic.AsyncAnthropic]
 Sleep = Callable[[float], Awaitable[None]]

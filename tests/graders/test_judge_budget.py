@@ -19,6 +19,7 @@ from assertions.judge.budget import (
     input_token_bound,
 )
 from assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
+from assertions.reports.check_report import render_markdown
 from assertions.suite_format.suites import parse_suite
 from assertions.testing import SignalFactory
 from assertions.wire.pricing import (
@@ -431,3 +432,35 @@ def test_a_reservation_is_held_across_retries_and_released_on_failure(
     assert all(left < 1.0 for left in during)
     assert judge.budget_remaining() == {"hour": 1.0}  # nothing billed: released
     assert observed.budget[-1] == {"hour": 1.0}
+
+
+def test_the_run_report_carries_the_judge_spend_and_cache_saving() -> None:
+    suite = parse_suite(
+        {
+            "name": "review",
+            "defaultAssertions": [
+                {"type": "llm.judge", "criteria": list(CRITERIA), "minScore": 0.7, "model": MODEL}
+            ],
+        },
+        "suite.yaml",
+    )
+    with MessagesAPIServer(handler=_honest, prompt_cache=True) as server:
+        judge = AnthropicJudge(settings(server, max_concurrency=1))
+        signals = [s for i in range(3) for s in _episode(f"{GOOD} #{i}", f"e{i}")]
+        report = evaluate_signals(signals, [suite], judge=judge)
+    usage = report.judge
+    assert usage is not None
+    assert usage is not judge.stats  # a copy: later questions do not change this run's report
+    assert usage.ok == 3
+    assert usage.cache_read_tokens > 0
+    as_json = report.to_json()["judge"]
+    assert as_json["tokens"]["cache_read"] == usage.cache_read_tokens
+    assert as_json["cost_usd"] == pytest.approx(usage.cost_usd)
+    assert as_json["cache_saving_usd"] > 0
+    markdown = render_markdown(report)
+    assert "prompt cache:" in markdown
+    assert f"${usage.cost_usd:.4f}" in markdown
+
+    without_judge = evaluate_signals(signals, [suite], judge=None)
+    assert without_judge.judge is None
+    assert "judge" not in without_judge.to_json()
