@@ -66,36 +66,68 @@ class Reservation:
     settled: bool = False
 
 
+class _Window:
+    """One rolling window's minute buckets, oldest first, with their running totals."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.length_s = WINDOWS[name]
+        self.buckets: deque[list[float]] = deque()  # [start, usd, tokens]
+        self.usd = 0.0
+        self.tokens = 0.0
+
+    def add(self, start: float, usd: float, tokens: int) -> None:
+        if self.buckets and self.buckets[-1][0] == start:
+            self.buckets[-1][1] += usd
+            self.buckets[-1][2] += tokens
+        else:
+            self.buckets.append([start, usd, float(tokens)])
+        self.usd += usd
+        self.tokens += tokens
+
+    def expire(self, now: float) -> None:
+        while self.buckets and not _inside(self.buckets[0][0], self.length_s, now):
+            _, usd, tokens = self.buckets.popleft()
+            self.usd -= usd
+            self.tokens -= tokens
+        if not self.buckets:  # no float drift once the window is empty
+            self.usd = self.tokens = 0.0
+
+    def frees_at(self) -> float | None:
+        """When the oldest spend in the window stops counting."""
+        return self.buckets[0][0] + BUCKET_S + self.length_s if self.buckets else None
+
+
 class SpendBudget:
-    """Reserve before a call, settle after it; thread-safe. A call costs a pass over at most
-    a day of minute buckets (1,441)."""
+    """Reserve before a call, settle after it; thread-safe, O(1) amortised per call."""
 
     def __init__(self, limits: BudgetLimits) -> None:
         self.limits = limits
         self._lock = threading.Lock()
-        # (bucket start, usd, tokens), oldest first; one deque serves both windows.
-        self._buckets: deque[list[float]] = deque()
+        self._windows = {name: _Window(name) for name in WINDOWS}
         self._reserved_usd = 0.0
         self._reserved_tokens = 0
 
     # --- the two operations ---------------------------------------------------------------
 
     def reserve(self, usd: float, tokens: int, now: float) -> Reservation:
-        """Holds `usd` and `tokens` against every window, or raises `JudgeBudgetExhaustedError`."""
+        """Holds `usd` and `tokens` against every window, or raises
+        `JudgeBudgetExhaustedError`."""
         with self._lock:
-            self._expire(now)
-            for window in WINDOWS:
-                usd_spent, tokens_spent = self._used(window, now)
-                usd_ceiling = self.limits.usd(window)
-                if usd_ceiling is not None and usd_spent + usd > usd_ceiling:
+            for window in self._windows.values():
+                window.expire(now)
+                usd_used = window.usd + self._reserved_usd
+                usd_ceiling = self.limits.usd(window.name)
+                if usd_ceiling is not None and usd_used + usd > usd_ceiling:
                     raise JudgeBudgetExhaustedError(
-                        self._refusal(window, f"${usd_spent:.4f} of ${usd_ceiling:.4f}", now)
+                        _refusal(window, f"${usd_used:.4f} of ${usd_ceiling:.4f}", "USD")
                         + f"; this question may cost up to ${usd:.4f}"
                     )
-                token_ceiling = self.limits.tokens(window)
-                if token_ceiling is not None and tokens_spent + tokens > token_ceiling:
+                tokens_used = int(window.tokens) + self._reserved_tokens
+                token_ceiling = self.limits.tokens(window.name)
+                if token_ceiling is not None and tokens_used + tokens > token_ceiling:
                     raise JudgeBudgetExhaustedError(
-                        self._refusal(window, f"{tokens_spent:,} of {token_ceiling:,} tokens", now)
+                        _refusal(window, f"{tokens_used:,} of {token_ceiling:,} tokens", "TOKENS")
                         + f"; this question may use up to {tokens:,} tokens"
                     )
             self._reserved_usd += usd
@@ -112,11 +144,8 @@ class SpendBudget:
             self._reserved_tokens = max(0, self._reserved_tokens - reservation.tokens)
             if usd or tokens:
                 start = math.floor(now / BUCKET_S) * BUCKET_S
-                if self._buckets and self._buckets[-1][0] == start:
-                    self._buckets[-1][1] += usd
-                    self._buckets[-1][2] += tokens
-                else:
-                    self._buckets.append([start, usd, float(tokens)])
+                for window in self._windows.values():
+                    window.add(start, usd, tokens)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -126,52 +155,35 @@ class SpendBudget:
         if ceiling is None:
             return None
         with self._lock:
-            self._expire(now)
-            return max(0.0, ceiling - self._used(window, now)[0])
+            state = self._windows[window]
+            state.expire(now)
+            return max(0.0, ceiling - state.usd - self._reserved_usd)
 
     def spent_usd(self, window: str, now: float) -> float:
         """Settled USD in `window` (without reservations)."""
         with self._lock:
-            self._expire(now)
-            return sum(b[1] for b in self._buckets if _inside(b[0], window, now))
-
-    # --- internals ------------------------------------------------------------------------
-
-    def _used(self, window: str, now: float) -> tuple[float, int]:
-        usd, tokens = self._reserved_usd, float(self._reserved_tokens)
-        for start, b_usd, b_tokens in self._buckets:
-            if _inside(start, window, now):
-                usd += b_usd
-                tokens += b_tokens
-        return usd, int(tokens)
-
-    def _expire(self, now: float) -> None:
-        while self._buckets and not _inside(self._buckets[0][0], "day", now):
-            self._buckets.popleft()
-
-    def _refusal(self, window: str, used: str, now: float) -> str:
-        frees = self._next_expiry(window, now)
-        when = (
-            f"; spend leaves the window from {datetime.fromtimestamp(frees, UTC):%H:%M} UTC"
-            if frees is not None
-            else ""
-        )
-        variable = f"EVALSTREAM_JUDGE_BUDGET_{'USD' if '$' in used else 'TOKENS'}_PER_"
-        return (
-            f"judge budget spent: {used} used in the last {window}{when}; the question was not "
-            f"asked (raise {variable}{window.upper()} to allow more)"
-        )
-
-    def _next_expiry(self, window: str, now: float) -> float | None:
-        for start, _, _ in self._buckets:
-            if _inside(start, window, now):
-                return start + BUCKET_S + WINDOWS[window]
-        return None
+            state = self._windows[window]
+            state.expire(now)
+            return max(0.0, state.usd)
 
 
-def _inside(start: float, window: str, now: float) -> bool:
+def _refusal(window: _Window, used: str, unit: str) -> str:
+    frees = window.frees_at()
+    when = (
+        f"; spend leaves the window from {datetime.fromtimestamp(frees, UTC):%H:%M} UTC"
+        if frees is not None
+        else ""
+    )
+    return (
+        f"judge budget spent: {used} used in the last {window.name}{when}; the question was "
+        f"not asked (raise EVALSTREAM_JUDGE_BUDGET_{unit}_PER_{window.name.upper()} to allow "
+        "more)"
+    )
+
+
+def _inside(start: float, length_s: float, now: float) -> bool:
     """A bucket counts until its whole minute is older than the window."""
-    return start + BUCKET_S > now - WINDOWS[window]
+    return start + BUCKET_S > now - length_s
 
 
 MESSAGE_OVERHEAD_TOKENS = 64

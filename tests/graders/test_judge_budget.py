@@ -5,6 +5,7 @@ speaking the Messages API (real SDK, real HTTP) and, for the ledger itself, with
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -104,6 +105,24 @@ def test_spend_leaves_the_hour_but_stays_in_the_day() -> None:
     assert "EVALSTREAM_JUDGE_BUDGET_USD_PER_DAY" in str(refused.value)
     assert budget.remaining_usd("hour", later) == pytest.approx(0.5)
     assert budget.remaining_usd("day", T0 + 86_400 + 60) == pytest.approx(1.0)
+
+
+def test_window_totals_match_a_recount_over_two_days_of_spend() -> None:
+    rng = random.Random(7)
+    budget = SpendBudget(BudgetLimits(usd_per_hour=1e9, usd_per_day=1e9))
+    spent: list[tuple[float, float]] = []
+    now = T0
+    for _ in range(1_500):
+        now += rng.expovariate(1 / 120.0)  # a call every two minutes or so, for two days
+        usd = rng.uniform(0.0, 0.01)
+        budget.settle(budget.reserve(0.02, 0, now), usd, 1, now)
+        spent.append((now, usd))
+        for window, length in (("hour", 3_600.0), ("day", 86_400.0)):
+            # a call counts while any part of its minute is inside the window
+            recount = sum(u for t, u in spent if (t // 60) * 60 + 60 > now - length)
+            assert budget.spent_usd(window, now) == pytest.approx(recount, abs=1e-9)
+            exact = sum(u for t, u in spent if t > now - length)
+            assert budget.spent_usd(window, now) >= exact - 1e-9  # never counts too little
 
 
 def test_token_ceiling() -> None:
