@@ -6,12 +6,14 @@ a spend budget.
 
 Asks `AnthropicJudge` `--questions` distinct questions (no response-cache hits), one at a
 time, against the local Messages API server the tests use (tests/support/messages_api.py,
-prompt-cache simulation on, so usage carries cache reads). The SDK call
+prompt-cache simulation on, so usage carries cache reads), run in a child process so its
+threads do not compete with the judge for this one's interpreter lock. The SDK call
 (`client.messages.create`: request building, HTTP to 127.0.0.1, the server, response parsing)
 is timed on its own and subtracted, so what is left is the judge path: validating the
 request, the response-cache key, building the prompt, the budget's reserve and settle,
 pricing the usage, parsing the verdict, the bookkeeping and the observer (Prometheus
 metrics). Rounds alternate the two configurations so load on the machine hits both alike.
+Also the process CPU time per question (judge path and SDK, the server excluded).
 
 Also times `SpendBudget.reserve` + `settle` alone with a full day of minute buckets.
 """
@@ -23,6 +25,7 @@ import asyncio
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import timeit
@@ -62,11 +65,17 @@ def answer(req: MessagesRequest) -> Reply:
 class TimedCalls:
     """Wraps each client's `messages.create` to add up the time spent in the API call."""
 
-    def __init__(self) -> None:
+    def __init__(self, sdk_tls: bool) -> None:
         self.seconds = 0.0
+        self.sdk_tls = sdk_tls
 
     def factory(self, settings: JudgeSettings) -> anthropic.AsyncAnthropic:
-        client = default_client(settings)
+        if self.sdk_tls:  # the SDK's own HTTP client: a TLS context built per client
+            client = anthropic.AsyncAnthropic(
+                api_key="bench", base_url=settings.base_url, max_retries=0, timeout=30
+            )
+        else:
+            client = default_client(settings)
         create = client.messages.create
 
         async def timed(**params: Any) -> Any:
@@ -80,8 +89,18 @@ class TimedCalls:
         return client
 
 
-def one_round(server: MessagesAPIServer, questions: int, budget: bool, tag: str) -> float:
-    """µs of judge path per question (wall time minus the time inside the API call)."""
+def serve() -> None:
+    """The child process: a local Messages API server until stdin closes."""
+    with MessagesAPIServer(handler=answer, prompt_cache=True) as server:
+        print(server.base_url, flush=True)
+        sys.stdin.read()
+
+
+def one_round(
+    base_url: str, questions: int, budget: bool, tag: str, sdk_tls: bool
+) -> tuple[float, float]:
+    """µs of judge path per question (wall time minus the time inside the API call), and µs
+    of this process's CPU per question."""
     overrides: dict[str, Any] = {}
     if budget:
         overrides = {
@@ -90,9 +109,9 @@ def one_round(server: MessagesAPIServer, questions: int, budget: bool, tag: str)
             "budget_tokens_per_day": 10**12,
         }
     settings = JudgeSettings.from_env(
-        {}, api_key="bench", base_url=server.base_url, model=MODEL, **overrides
+        {}, api_key="bench", base_url=base_url, model=MODEL, **overrides
     )
-    timed = TimedCalls()
+    timed = TimedCalls(sdk_tls)
     metrics = PipelineMetrics(CollectorRegistry(), process=False)
     judge = AnthropicJudge(
         settings,
@@ -110,21 +129,21 @@ def one_round(server: MessagesAPIServer, questions: int, budget: bool, tag: str)
         for i in range(questions)
     ]
 
-    async def run() -> float:
+    async def run() -> tuple[float, float]:
         # one question before timing opens the connection pool and warms the code paths
         await judge.judge(JudgeRequest(criteria=CRITERIA, output=f"warm-up {tag}", min_score=0.7))
         timed.seconds = 0.0
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for request in requests:
             await judge.judge(request)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         await judge.aclose()
-        return elapsed
+        return elapsed, cpu
 
-    elapsed = asyncio.run(run())
+    elapsed, cpu = asyncio.run(run())
     assert judge.stats.ok == questions + 1, judge.stats
     assert judge.stats.cache_read_tokens > 0, "the prompt cache was never read"
-    return (elapsed - timed.seconds) / questions * 1e6
+    return (elapsed - timed.seconds) / questions * 1e6, cpu / questions * 1e6
 
 
 def ledger_micro() -> float:
@@ -147,31 +166,62 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--sdk-tls",
+        action="store_true",
+        help="open API clients the way the judge did before sharing one TLS context",
+    )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve:
+        serve()
+        return
 
-    results: dict[str, list[float]] = {"without budget": [], "with budget": []}
-    with MessagesAPIServer(handler=answer, prompt_cache=True) as server:
+    names = ("without budget", "with budget")
+    path: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    with subprocess.Popen(
+        [sys.executable, __file__, "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdin is not None
+        base_url = child.stdout.readline().strip()
         for r in range(args.rounds):
             order = [False, True] if r % 2 == 0 else [True, False]
             for budget in order:
-                name = "with budget" if budget else "without budget"
-                results[name].append(one_round(server, args.questions, budget, f"{name} {r}"))
+                name = names[budget]
+                judge_us, cpu_us = one_round(
+                    base_url, args.questions, budget, f"{name} {r}", args.sdk_tls
+                )
+                path[name].append(judge_us)
+                cpu[name].append(cpu_us)
+        child.stdin.close()
 
     native = os.environ.get("EVALSTREAM_NATIVE", "auto")
     print(
         f"# LLM judge path per question, API call excluded ({platform.python_version()}, ", end=""
     )
     print(f"EVALSTREAM_NATIVE={native}, {os.cpu_count()} cores)\n")
-    print(f"{args.questions} questions per round, one at a time, {args.rounds} rounds\n")
-    print("| configuration | " + " | ".join(f"round {i + 1}" for i in range(args.rounds)), end="")
+    clients = "the SDK's default client (TLS context per client)" if args.sdk_tls else "default"
+    print(f"{args.questions} questions per round, one at a time, {args.rounds} rounds, ", end="")
+    print(f"API clients: {clients}\n")
+    print("| µs per question | " + " | ".join(f"round {i + 1}" for i in range(args.rounds)), end="")
     print(" | median |")
     print("|---|" + "---:|" * (args.rounds + 1))
-    for name, values in results.items():
-        cells = " | ".join(f"{v:.1f}" for v in values)
-        print(f"| {name} (µs) | {cells} | {statistics.median(values):.1f} |")
-    delta = statistics.median(results["with budget"]) - statistics.median(results["without budget"])
-    print(f"\nbudget adds {delta:+.1f} µs per question (difference of the medians)")
-    print(f"SpendBudget.reserve + settle alone, a day of buckets: {ledger_micro():.2f} µs")
+    for label, table in (("judge path (wall, API call excluded)", path), ("process CPU", cpu)):
+        for name in names:
+            cells = " | ".join(f"{v:.1f}" for v in table[name])
+            print(f"| {label}, {name} | {cells} | {statistics.median(table[name]):.1f} |")
+    print()
+    for label, table in (("judge path", path), ("process CPU", cpu)):
+        delta = statistics.median(table["with budget"]) - statistics.median(table["without budget"])
+        print(f"budget: {delta:+.1f} µs of {label} per question (difference of the medians)")
+    print(f"\nSpendBudget.reserve + settle alone, a day of buckets: {ledger_micro():.2f} µs")
 
 
 if __name__ == "__main__":
