@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client import CollectorRegistry
 
 from assertions.judge.budget import (
@@ -483,3 +485,25 @@ def test_the_run_report_carries_the_judge_spend_and_cache_saving() -> None:
     without_judge = evaluate_signals(signals, [suite], judge=None)
     assert without_judge.judge is None
     assert "judge" not in without_judge.to_json()
+
+
+def test_the_budget_alerts_read_metrics_the_judge_exports() -> None:
+    rules = Path(__file__).resolve().parents[2] / "deploy/prometheus/rules/operations.yml"
+    exprs = [
+        rule["expr"]
+        for group in yaml.safe_load(rules.read_text())["groups"]
+        for rule in group["rules"]
+        if rule["alert"].startswith("EvalstreamJudgeBudget")
+    ]
+    assert len(exprs) == 2
+    used = {name for expr in exprs for name in re.findall(r"\bevalstream_[a-z_]+", expr)}
+    registry = CollectorRegistry()
+    env = {
+        "ANTHROPIC_API_KEY": "k",
+        "EVALSTREAM_JUDGE_BUDGET_USD_PER_HOUR": "1",
+        "EVALSTREAM_JUDGE_BUDGET_USD_PER_DAY": "5",
+    }
+    judge = make_judge(PipelineMetrics(registry, process=False), env=env)
+    assert judge is not None
+    exported = {s.name for family in registry.collect() for s in family.samples}
+    assert used <= exported, used - exported
