@@ -102,7 +102,7 @@ def build(datasource_uid: str) -> Board:
     )
     b.timeseries(
         "Judge cost",
-        "US dollars spent on judge calls (cache reads and writes priced in), per hour at the current rate.",
+        "US dollars spent on judge calls (cache tokens priced in), per hour at the current rate.",
         [Query(f"{rate('evalstream_judge_spend_usd_total')} * 3600", "USD/h")],
         unit="currencyUSD",
         width=8,
