@@ -376,8 +376,8 @@ class AnthropicJudge:
         return params
 
     def _system(self, text: str) -> str | list[dict[str, JSON]]:
-        """The system prompt; with prompt caching one text block ending the cached prefix
-        (tools and the answer schema come before it and are stable too)."""
+        """The system prompt; with prompt caching one text block that ends the cached prefix
+        (it depends only on the assertion, never on the output under judgement)."""
         if not self.settings.prompt_cache:
             return text
         return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
@@ -399,12 +399,25 @@ class AnthropicJudge:
                 async with semaphore:
                     if call.reservation is None and self.budget is not None:
                         call.reservation = self._reserve(call)
-                    return await client.messages.create(**params)
+                    call.on_wire = True
+                    message = await client.messages.create(**params)
+                    call.on_wire = False
+                    return message
             except anthropic.APIStatusError as exc:
+                call.on_wire = False  # the API answered with an error: nothing billed
                 if not _retryable(exc) or attempt >= self.settings.max_retries:
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, exc.response.headers)
+            except anthropic.APITimeoutError as exc:
+                # The request may have reached the API and be billed: the budget counts it at
+                # its worst case, and a retry must fit the budget again.
+                self._settle(call)
+                call.reservation, call.on_wire = None, False
+                if attempt >= self.settings.max_retries:
+                    raise JudgeError(_describe(exc, attempt)) from exc
+                delay = self._backoff(attempt, None)
             except anthropic.APIConnectionError as exc:
+                call.on_wire = False  # refused or reset before an answer: not billed
                 if attempt >= self.settings.max_retries:
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, None)
@@ -452,9 +465,14 @@ class AnthropicJudge:
             self._report_budget()
 
     def _settle(self, call: _Call) -> None:
-        if self.budget is not None and call.reservation is not None:
-            self.budget.settle(call.reservation, call.cost, call.tokens, self._wall_clock())
-            self._report_budget()
+        """Settles to the reported usage; a request whose answer never came (a timeout, or
+        the question cancelled while it was on the wire) at its reserved worst case."""
+        if self.budget is None or call.reservation is None:
+            return
+        held = call.reservation
+        usd, tokens = (held.usd, held.tokens) if call.on_wire else (call.cost, call.tokens)
+        self.budget.settle(held, usd, tokens, self._wall_clock())
+        self._report_budget()
 
     def budget_remaining(self) -> dict[str, float]:
         """USD left per window that has a USD ceiling (reservations count as spent)."""
@@ -548,6 +566,7 @@ class _Call:
     model: str
     input_bound: int = 0
     reservation: Reservation | None = None
+    on_wire: bool = False
     cost: float = 0.0
     tokens: int = 0
 

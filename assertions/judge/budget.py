@@ -186,9 +186,10 @@ def _inside(start: float, length_s: float, now: float) -> bool:
     return start + BUCKET_S > now - length_s
 
 
-MESSAGE_OVERHEAD_TOKENS = 64
-"""Framing the API adds around the system prompt, the message and the schema (role markers,
-tool definitions); generous, because the bound must not fall short."""
+MESSAGE_OVERHEAD_TOKENS = 512
+"""Tokens the API adds around the prompt and the schema: role markers, the tool definition
+and the system prompt it adds for tool use (about 350 tokens); generous, because the bound
+must not fall short."""
 
 
 def input_token_bound(*texts: str) -> int:

@@ -5,9 +5,11 @@ speaking the Messages API (real SDK, real HTTP) and, for the ledger itself, with
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from assertions.judge.budget import (
     SpendBudget,
     input_token_bound,
 )
+from assertions.judge.prompt import build_prompt
 from assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
 from assertions.reports.check_report import render_markdown
 from assertions.suite_format.suites import parse_suite
@@ -507,3 +510,37 @@ def test_the_budget_alerts_read_metrics_the_judge_exports() -> None:
     assert judge is not None
     exported = {s.name for family in registry.collect() for s in family.samples}
     assert used <= exported, used - exported
+
+
+def test_a_timed_out_request_stays_counted_at_its_worst_case(
+    messages_api: MessagesAPIServer,
+) -> None:
+    """The API may have billed a request whose answer never came; its retry must fit again."""
+    messages_api.enqueue(Reply.text("late", delay=30.0))  # the server stops waiting at teardown
+    messages_api.handler = _honest
+    judge = AnthropicJudge(
+        settings(messages_api, timeout_s=1.0, max_retries=1, budget_usd_per_hour=1.0),
+        sleep=Recorder(),
+    )
+    [result] = ask(judge, request())
+    assert isinstance(result, JudgeVerdict)  # the retry was answered
+    assert len(messages_api.messages_requests) == 2
+    assert judge.budget is not None
+    spent = judge.budget.spent_usd("hour", time.time())
+    assert spent == pytest.approx(result.cost_usd + worst_case(request()), rel=1e-6)
+
+
+def worst_case(req: JudgeRequest) -> float:
+    prompt = build_prompt(req)
+    bound = input_token_bound(prompt.system, prompt.user, json.dumps(prompt.schema))
+    cost = default_pricing().worst_case_cost(MODEL, bound, 1024)
+    assert cost is not None
+    return cost
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
