@@ -4,11 +4,18 @@
 `assertions.judge.prompt`, asks for structured JSON (the API's `output_config` JSON Schema
 format, or a forced `record_verdict` tool call), parses and normalises the verdict, and adds:
 
-- bounded concurrency (`max_concurrency` questions in flight per event loop);
+- bounded concurrency (`max_concurrency` requests in flight per event loop);
 - retries with exponential back-off and jitter on rate limits (429), overload (529), server
   errors (5xx) and connection errors; a `retry-after` / `retry-after-ms` header wins over the
-  computed delay (capped at `backoff_max_s`). The SDK's own retries are off, so every attempt
-  and every wait is ours to count and to test (the sleep function is injected);
+  computed delay (capped at `backoff_max_s`). A question waiting to retry gives its
+  concurrency slot back, so other questions keep going. The SDK's own retries are off, so
+  every attempt and every wait is ours to count and to test (the sleep function is injected);
+- a spend budget (`assertions.judge.budget`): each question reserves its worst case before it
+  is sent and settles to the reported usage, so concurrent questions cannot overrun a ceiling;
+  a refused question raises `JudgeBudgetExhaustedError` (the assertion is `error`);
+- prompt caching: the system prompt (criteria, rubric, calibration examples) is one block
+  marked `cache_control: ephemeral`; only the user message (the output under judgement)
+  varies. Cache reads and writes are counted and priced, and the saving reported;
 - a response cache keyed by the content hash of the question (`JudgeRequest.cache_key`, the
   prompt version, the effective model and answer format), in memory and optionally on disk;
   identical questions in flight at once are asked once;
@@ -24,10 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import random
+import ssl
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -40,20 +50,31 @@ from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from assertions.errors import EvaluationError
+from assertions.judge.budget import (
+    WINDOWS,
+    BudgetLimits,
+    JudgeBudgetExhaustedError,
+    Reservation,
+    SpendBudget,
+    input_token_bound,
+)
 from assertions.judge.prompt import (
     PROMPT_VERSION,
     VERDICT_TOOL,
+    JudgePrompt,
     JudgeResponseError,
     build_prompt,
     parse_verdict,
     validate_request,
 )
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from assertions.judge.usage import JudgeUsage
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
 from assertions.wire.pricing import PricingTable, Usage, default_pricing
 
 __all__ = [
     "AnthropicJudge",
+    "JudgeBudgetExhaustedError",
     "JudgeError",
     "JudgeObserver",
     "JudgeResponseError",
@@ -96,6 +117,31 @@ class JudgeSettings(BaseModel):
     backoff_max_s: float = Field(30.0, gt=0)
     timeout_s: float = Field(60.0, gt=0, description="Per attempt.")
     cache_dir: str | None = Field(None, description="Persist verdicts here (one JSON per key).")
+    prompt_cache: bool = Field(
+        True,
+        description="Mark the system prompt (criteria, rubric, examples) for the API's prompt "
+        "cache (`cache_control: ephemeral`).",
+    )
+    budget_usd_per_hour: float | None = Field(
+        None, gt=0, description="Most USD the judge spends in any rolling hour (none: no cap)."
+    )
+    budget_usd_per_day: float | None = Field(
+        None, gt=0, description="Most USD the judge spends in any rolling 24 hours."
+    )
+    budget_tokens_per_hour: int | None = Field(
+        None, gt=0, description="Most tokens (input, cache and output) in any rolling hour."
+    )
+    budget_tokens_per_day: int | None = Field(
+        None, gt=0, description="Most tokens (input, cache and output) in any rolling 24 hours."
+    )
+
+    def budget_limits(self) -> BudgetLimits:
+        return BudgetLimits(
+            usd_per_hour=self.budget_usd_per_hour,
+            usd_per_day=self.budget_usd_per_day,
+            tokens_per_hour=self.budget_tokens_per_hour,
+            tokens_per_day=self.budget_tokens_per_day,
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> JudgeSettings:
@@ -115,25 +161,17 @@ class JudgeSettings(BaseModel):
 
 
 class JudgeObserver(Protocol):
-    """Told about every question: `outcome` is `ok`, `error` or `cached`."""
+    """Told about every question (`outcome`: `ok`, `error`, `cached` or `budget_exhausted`),
+    every answer's prompt-cache tokens, and the budget left after each change."""
 
     def judge_call(self, outcome: str, cost_usd: float, latency_s: float) -> None: ...
 
+    def judge_cache(self, read_tokens: int, write_tokens: int, saving_usd: float) -> None: ...
 
-@dataclass
-class JudgeStats:
-    """Totals since the judge was made (cached answers cost nothing)."""
+    def judge_budget(self, remaining_usd: Mapping[str, float]) -> None: ...
 
-    calls: int = 0
-    ok: int = 0
-    errors: int = 0
-    cached: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
 
+JudgeStats = JudgeUsage
 
 ClientFactory = Callable[[JudgeSettings], anthropic.AsyncAnthropic]
 Sleep = Callable[[float], Awaitable[None]]
@@ -146,8 +184,28 @@ def default_client(settings: JudgeSettings) -> anthropic.AsyncAnthropic:
             "the LLM judge needs an API key: set ANTHROPIC_API_KEY (or JudgeSettings.api_key)"
         )
     return anthropic.AsyncAnthropic(
-        api_key=key, base_url=settings.base_url, max_retries=0, timeout=settings.timeout_s
+        api_key=key,
+        base_url=settings.base_url,
+        max_retries=0,
+        timeout=settings.timeout_s,
+        http_client=_http_client(settings),
     )
+
+
+def _http_client(settings: JudgeSettings) -> anthropic.DefaultAsyncHttpxClient | None:
+    """On Linux, an HTTP client sharing one TLS context per process. The judge opens a new
+    client for each batch of questions (it closes it when idle, see `_ask`), and building
+    the SDK's default TLS context reads the CA store: ~60 ms of CPU per batch, on the worker's
+    event loop. Elsewhere the SDK's default (the platform's trust store)."""
+    if sys.platform != "linux":
+        return None
+    return anthropic.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=settings.timeout_s)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The system CA store (SSL_CERT_FILE / SSL_CERT_DIR honoured), loaded once."""
+    return ssl.create_default_context()
 
 
 class AnthropicJudge:
@@ -162,6 +220,7 @@ class AnthropicJudge:
         client_factory: ClientFactory = default_client,
         sleep: Sleep = asyncio.sleep,
         clock: Callable[[], float] = time.perf_counter,
+        wall_clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings or JudgeSettings.from_env()
@@ -171,6 +230,9 @@ class AnthropicJudge:
         self._client_factory = client_factory
         self._sleep = sleep
         self._clock = clock
+        self._wall_clock = wall_clock
+        limits = self.settings.budget_limits()
+        self.budget = SpendBudget(limits) if limits.any else None
         self._rng = rng or random.Random()
         self._cache: dict[str, JudgeVerdict] = {}
         self._inflight: dict[str, asyncio.Future[JudgeVerdict]] = {}
@@ -180,6 +242,7 @@ class AnthropicJudge:
         self._client: anthropic.AsyncAnthropic | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._active = 0
+        self._report_budget()
 
     async def __aenter__(self) -> AnthropicJudge:
         return self
@@ -235,12 +298,18 @@ class AnthropicJudge:
 
     async def _ask(self, request: JudgeRequest) -> JudgeVerdict:
         model = request.model or self.settings.model
-        params = self._params(request, model)
+        prompt = build_prompt(request)
+        params = self._params(prompt, request, model)
+        call = _Call(model)
+        if self.budget is not None:
+            # the text the API tokenises; the JSON framing is in the bound's overhead
+            call.input_bound = input_token_bound(
+                prompt.system, prompt.user, json.dumps(prompt.schema)
+            )
         client, semaphore = self._loop_state()
         self._active += 1
         try:
-            async with semaphore:
-                return await self._ask_once(client, params, request, model)
+            return await self._ask_once(client, semaphore, params, request, call)
         finally:
             self._active -= 1
             if self._active == 0 and self._client is client:
@@ -252,32 +321,42 @@ class AnthropicJudge:
     async def _ask_once(
         self,
         client: anthropic.AsyncAnthropic,
+        semaphore: asyncio.Semaphore,
         params: dict[str, JSON],
         request: JudgeRequest,
-        model: str,
+        call: _Call,
     ) -> JudgeVerdict:
         started = self._clock()
-        cost = 0.0
+        model = call.model
         try:
-            message = await self._create(client, params)
+            message = await self._create(client, semaphore, params, call)
             usage = _usage(message)
-            cost = self.pricing.cost(model, usage) or 0.0
-            self.stats.input_tokens += usage.input_tokens
-            self.stats.output_tokens += usage.output_tokens
+            call.cost = self.pricing.cost(model, usage) or 0.0
+            call.tokens = (
+                usage.input_tokens
+                + usage.output_tokens
+                + usage.cache_read_tokens
+                + usage.cache_write_tokens
+            )
+            self._count_usage(model, usage)
             verdict = parse_verdict(self._answer(message), request)
-        except BaseException:
-            self._count("error", cost, self._clock() - started)
+        except JudgeBudgetExhaustedError:
+            self._count("budget_exhausted", 0.0, 0.0)
             raise
+        except BaseException:
+            self._count("error", call.cost, self._clock() - started)
+            raise
+        finally:
+            self._settle(call)
         latency = self._clock() - started
-        self._count("ok", cost, latency)
-        return replace(verdict, cost_usd=cost, latency_ms=latency * 1000.0)
+        self._count("ok", call.cost, latency)
+        return replace(verdict, cost_usd=call.cost, latency_ms=latency * 1000.0)
 
-    def _params(self, request: JudgeRequest, model: str) -> dict[str, JSON]:
-        prompt = build_prompt(request)
+    def _params(self, prompt: JudgePrompt, request: JudgeRequest, model: str) -> dict[str, JSON]:
         params: dict[str, JSON] = {
             "model": model,
             "max_tokens": self.settings.max_tokens,
-            "system": prompt.system,
+            "system": self._system(prompt.system),
             "messages": [{"role": "user", "content": prompt.user}],
         }
         if self.settings.answer_format == "json_schema":
@@ -296,16 +375,49 @@ class AnthropicJudge:
             params["extra_body"] = {"temperature": request.temperature}
         return params
 
-    async def _create(self, client: anthropic.AsyncAnthropic, params: dict[str, JSON]) -> Message:
+    def _system(self, text: str) -> str | list[dict[str, JSON]]:
+        """The system prompt; with prompt caching one text block that ends the cached prefix
+        (it depends only on the assertion, never on the output under judgement)."""
+        if not self.settings.prompt_cache:
+            return text
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    async def _create(
+        self,
+        client: anthropic.AsyncAnthropic,
+        semaphore: asyncio.Semaphore,
+        params: dict[str, JSON],
+        call: _Call,
+    ) -> Message:
+        """Sends, retrying; holds a concurrency slot only while a request is on the wire, so
+        a question waiting out a `retry-after` does not hold back the others. The budget is
+        reserved once, when the first slot is granted, so questions queued for a slot hold
+        no reservation."""
         attempt = 0
         while True:
             try:
-                return await client.messages.create(**params)
+                async with semaphore:
+                    if call.reservation is None and self.budget is not None:
+                        call.reservation = self._reserve(call)
+                    call.on_wire = True
+                    message = await client.messages.create(**params)
+                    call.on_wire = False
+                    return message
             except anthropic.APIStatusError as exc:
+                call.on_wire = False  # the API answered with an error: nothing billed
                 if not _retryable(exc) or attempt >= self.settings.max_retries:
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, exc.response.headers)
+            except anthropic.APITimeoutError as exc:
+                # The request may have reached the API and be billed: the budget counts it at
+                # its worst case, and a retry must fit the budget again.
+                self._settle(call)
+                call.reservation, call.on_wire = None, False
+                if attempt >= self.settings.max_retries:
+                    raise JudgeError(_describe(exc, attempt)) from exc
+                delay = self._backoff(attempt, None)
             except anthropic.APIConnectionError as exc:
+                call.on_wire = False  # refused or reset before an answer: not billed
                 if attempt >= self.settings.max_retries:
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, None)
@@ -334,7 +446,58 @@ class AnthropicJudge:
             raise JudgeResponseError("the judge's answer has neither text nor a verdict tool call")
         return text
 
+    # --- budget ------------------------------------------------------------------------------
+
+    def _reserve(self, call: _Call) -> Reservation:
+        assert self.budget is not None
+        model, input_bound, output_bound = call.model, call.input_bound, self.settings.max_tokens
+        usd = self.pricing.worst_case_cost(model, input_bound, output_bound)
+        if usd is None:
+            if self.budget.limits.usd_per_hour or self.budget.limits.usd_per_day:
+                raise JudgeError(
+                    f"the judge model {model!r} has no price, so its USD budget cannot be "
+                    "kept; add it to a pricing table (--pricing FILE) or name a priced model"
+                )
+            usd = 0.0
+        try:
+            return self.budget.reserve(usd, input_bound + output_bound, self._wall_clock())
+        finally:
+            self._report_budget()
+
+    def _settle(self, call: _Call) -> None:
+        """Settles to the reported usage; a request whose answer never came (a timeout, or
+        the question cancelled while it was on the wire) at its reserved worst case."""
+        if self.budget is None or call.reservation is None:
+            return
+        held = call.reservation
+        usd, tokens = (held.usd, held.tokens) if call.on_wire else (call.cost, call.tokens)
+        self.budget.settle(held, usd, tokens, self._wall_clock())
+        self._report_budget()
+
+    def budget_remaining(self) -> dict[str, float]:
+        """USD left per window that has a USD ceiling (reservations count as spent)."""
+        if self.budget is None:
+            return {}
+        now = self._wall_clock()
+        left = {w: self.budget.remaining_usd(w, now) for w in WINDOWS}
+        return {w: v for w, v in left.items() if v is not None}
+
+    def _report_budget(self) -> None:
+        if self.observer is not None and self.budget is not None:
+            self.observer.judge_budget(self.budget_remaining())
+
     # --- bookkeeping -------------------------------------------------------------------------
+
+    def _count_usage(self, model: str, usage: Usage) -> None:
+        stats = self.stats
+        stats.input_tokens += usage.input_tokens
+        stats.output_tokens += usage.output_tokens
+        stats.cache_read_tokens += usage.cache_read_tokens
+        stats.cache_write_tokens += usage.cache_write_tokens
+        saving = self.pricing.cache_saving(model, usage)
+        stats.cache_saving_usd += saving
+        if self.observer is not None and (usage.cache_read_tokens or usage.cache_write_tokens):
+            self.observer.judge_cache(usage.cache_read_tokens, usage.cache_write_tokens, saving)
 
     def _loop_state(self) -> tuple[anthropic.AsyncAnthropic, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
@@ -358,6 +521,8 @@ class AnthropicJudge:
             stats.ok += 1
         elif outcome == "error":
             stats.errors += 1
+        elif outcome == "budget_exhausted":
+            stats.budget_exhausted += 1
         else:
             stats.cached += 1
         stats.cost_usd += cost
@@ -392,6 +557,18 @@ class AnthropicJudge:
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(asdict(verdict), sort_keys=True), "utf-8")
         os.replace(temporary, path)
+
+
+@dataclass
+class _Call:
+    """One question's bookkeeping across its attempts."""
+
+    model: str
+    input_bound: int = 0
+    reservation: Reservation | None = None
+    on_wire: bool = False
+    cost: float = 0.0
+    tokens: int = 0
 
 
 def _usage(message: Message) -> Usage:

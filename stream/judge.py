@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 
 from assertions.errors import InputError
+from assertions.judge.budget import WINDOWS
 from assertions.judge.protocol import Judge
 from assertions.wire.pricing import PricingTable
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
@@ -19,21 +20,43 @@ from stream.telemetry.metrics import PipelineMetrics
 
 
 class PrometheusJudgeObserver:
-    """Maps judge calls onto `evalstream_judge_calls{outcome}`, `_cost_usd` and `_latency`."""
+    """Maps the judge's reports onto the `evalstream_judge_*` metrics (calls by outcome,
+    spend, prompt-cache tokens and saving, latency, budget left and ceiling per window)."""
 
-    OUTCOMES = ("ok", "error", "cached")
+    OUTCOMES = ("ok", "error", "cached", "budget_exhausted")
+    CACHE_KINDS = ("read", "write")
 
-    def __init__(self, metrics: PipelineMetrics) -> None:
+    def __init__(self, metrics: PipelineMetrics, settings: JudgeSettings | None = None) -> None:
         self.metrics = metrics
         for outcome in self.OUTCOMES:  # every series exists from the start (rate() works)
             metrics.judge_calls.labels(outcome=outcome)
+        for kind in self.CACHE_KINDS:
+            metrics.judge_cache_tokens.labels(kind=kind)
+        if settings is not None:
+            limits = settings.budget_limits()
+            for window in WINDOWS:
+                ceiling = limits.usd(window)
+                if ceiling is not None:
+                    metrics.judge_budget_ceiling.labels(window=window).set(ceiling)
 
     def judge_call(self, outcome: str, cost_usd: float, latency_s: float) -> None:
         self.metrics.judge_calls.labels(outcome=outcome).inc()
         if cost_usd:
-            self.metrics.judge_cost.inc(cost_usd)
-        if outcome != "cached":
+            self.metrics.judge_spend.inc(cost_usd)
+        if outcome in ("ok", "error"):
             self.metrics.judge_latency.observe(latency_s)
+
+    def judge_cache(self, read_tokens: int, write_tokens: int, saving_usd: float) -> None:
+        self.metrics.judge_cache_tokens.labels(kind="read").inc(read_tokens)
+        self.metrics.judge_cache_tokens.labels(kind="write").inc(write_tokens)
+        # A counter only goes up: a call that only wrote the cache adds its surcharge nowhere
+        # here; the spend counter has it.
+        if saving_usd > 0:
+            self.metrics.judge_cache_saving.inc(saving_usd)
+
+    def judge_budget(self, remaining_usd: Mapping[str, float]) -> None:
+        for window, left in remaining_usd.items():
+            self.metrics.judge_budget_remaining.labels(window=window).set(left)
 
 
 def make_judge(
@@ -47,7 +70,7 @@ def make_judge(
     settings = settings or JudgeSettings.from_env(os.environ if env is None else env)
     if settings.api_key is None:
         return None
-    observer = PrometheusJudgeObserver(metrics) if metrics is not None else None
+    observer = PrometheusJudgeObserver(metrics, settings) if metrics is not None else None
     return AnthropicJudge(settings, pricing=pricing, observer=observer)
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from assertions.evaluation.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
 from assertions.evaluation.results import describe_error
 from assertions.evaluation.verdicts import error_from_exception
 from assertions.judge.protocol import NO_JUDGE, Judge
+from assertions.judge.usage import JudgeUsage
 from assertions.kinds.base import CompileContext
 from assertions.reports.check_report import CheckReport, RejectedInput
 from assertions.suite_format.suites import Suite, SuiteSet
@@ -107,7 +109,13 @@ def evaluate_signals(
     for r in results:
         if r.case_id in unknown:
             r.notes.append(f"case_id {r.case_id!r} is not a case of any suite")
-    return CheckReport(results, rejected, unknown)
+    return CheckReport(results, rejected, unknown, judge=judge_usage(judge))
+
+
+def judge_usage(judge: Judge | None) -> JudgeUsage | None:
+    """A copy of the judge's usage totals when it keeps them and was asked."""
+    usage = getattr(judge, "stats", None)
+    return replace(usage) if isinstance(usage, JudgeUsage) and usage.calls else None
 
 
 def check_files(

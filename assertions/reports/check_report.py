@@ -10,6 +10,7 @@ import orjson
 
 from assertions.evaluation.results import EpisodeResult, Summary
 from assertions.evaluation.verdicts import Verdict
+from assertions.judge.usage import JudgeUsage
 
 JSON = Any
 
@@ -35,6 +36,8 @@ class CheckReport:
     results: list[EpisodeResult]
     rejected: list[RejectedInput] = field(default_factory=list)
     unknown_cases: list[str] = field(default_factory=list)
+    judge: JudgeUsage | None = None
+    """What the LLM judge used in this run (None: no judge that counts, or never asked)."""
 
     @property
     def summary(self) -> Summary:
@@ -81,11 +84,14 @@ class CheckReport:
         return 0 if self.summary.ok else 1
 
     def to_json(self) -> dict[str, JSON]:
-        return {
+        out = {
             "episodes": [r.to_json() for r in self.results],
             "summary": self.summary.to_json(),
             "rejected": [r.to_json() for r in self.rejected],
         }
+        if self.judge is not None:
+            out["judge"] = self.judge.to_json()
+        return out
 
 
 def render_json(report: CheckReport) -> str:
@@ -104,6 +110,7 @@ def render_markdown(report: CheckReport) -> str:
         f"**{s.passed}/{s.episodes} episodes passed** — {s.failed} failed, {s.errors} with errors, "
         f"{s.unevaluated} unevaluated, {s.rejected_signals} rejected signals, "
         f"{s.late_signals} late signals.",
+        *(["", f"{_cell(report.judge.summary())}."] if report.judge is not None else []),
         "",
         "| episode | case | status | close | signals | assertions |",
         "|---|---|---|---|---|---|",

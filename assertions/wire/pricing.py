@@ -2,6 +2,8 @@
 
 Shipped as data (`assertions/data/pricing.json`) and overridable by the user. Lookup is by
 longest model-id prefix, so dated ids (`claude-sonnet-4-5-20250929`) find their family.
+An entry without cache prices gets Anthropic's prompt-caching multipliers of its input price
+(reads 0.1x, writes 1.25x), so cache tokens are never counted as free by omission.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from assertions.errors import PricingError
+
+CACHE_READ_MULTIPLIER = 0.1
+CACHE_WRITE_MULTIPLIER = 1.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,26 @@ class PricingTable:
             + usage.cache_write_tokens * price.cache_write
         ) / 1_000_000
 
+    def worst_case_cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        """The most a call can cost: every input token at the dearest input rate (plain,
+        cache write or cache read) and `output_tokens` of output; None without a price."""
+        price = self.price_of(model)
+        if price is None:
+            return None
+        dearest_input = max(price.input, price.cache_write, price.cache_read)
+        return (input_tokens * dearest_input + output_tokens * price.output) / 1_000_000
+
+    def cache_saving(self, model: str | None, usage: Usage) -> float:
+        """USD the prompt cache saved on one call: cache reads at the input price minus what
+        they cost, less the write surcharge (negative when only writes happened)."""
+        price = self.price_of(model) if model else None
+        if price is None:
+            return 0.0
+        return (
+            usage.cache_read_tokens * (price.input - price.cache_read)
+            - usage.cache_write_tokens * (price.cache_write - price.input)
+        ) / 1_000_000
+
     def merged(self, other: PricingTable) -> PricingTable:
         return PricingTable({**self._prices, **other._prices})
 
@@ -80,9 +105,10 @@ def _parse(data: Any, origin: str) -> PricingTable:
                 "(USD per million tokens)"
             )
         try:
-            prices[name.lower()] = ModelPrice(
-                **{k: float(v) for k, v in entry.items() if k in ModelPrice.__slots__}
-            )
+            fields = {k: float(v) for k, v in entry.items() if k in ModelPrice.__slots__}
+            fields.setdefault("cache_read", fields["input"] * CACHE_READ_MULTIPLIER)
+            fields.setdefault("cache_write", fields["input"] * CACHE_WRITE_MULTIPLIER)
+            prices[name.lower()] = ModelPrice(**fields)
         except (TypeError, ValueError) as exc:
             raise PricingError(f"{origin}: model {name!r}: {exc}") from exc
     return PricingTable(prices)

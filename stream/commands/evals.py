@@ -55,6 +55,7 @@ from stream.evalruns.matrix import MatrixRunner
 from stream.evalruns.progress import RichProgress
 from stream.evalruns.runner import DatasetRunner, RunSettings
 from stream.judge import judge_from
+from stream.offline import judge_usage
 
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130
@@ -101,6 +102,13 @@ def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
             raise UserError(f"--config {pair!r}: expected KEY=VALUE, e.g. --config model=haiku")
         out[key] = yaml.safe_load(raw) if raw else ""
     return out
+
+
+def _echo_judge_usage(judge: Judge | None) -> None:
+    """The judge's spend and prompt-cache saving, when it keeps them and was asked."""
+    usage = judge_usage(judge)
+    if usage is not None:
+        click.echo(usage.summary())
 
 
 def _report_format(path: str) -> str:
@@ -384,6 +392,7 @@ def eval_command(
     result = _run_with_progress(runner, not no_progress)
     _write_outputs(result, out, reports)
     click.echo(_summary_line(result))
+    _echo_judge_usage(runner.judge)
     if result.pass_metrics.undefined_reason:
         click.echo(f"note: {result.pass_metrics.undefined_reason}")
     if result.interrupted:
@@ -486,6 +495,7 @@ def matrix_command(
     _write_outputs(result, out, reports)
     for v in result.variants:
         click.echo(f"[{v.variant_id}] {_summary_line(v.result)}")
+    _echo_judge_usage(runner.judge)
     click.echo(
         f"Pareto frontier: {', '.join(result.comparison.pareto_frontier)}; by pass rate: "
         f"{' > '.join(result.comparison.by_pass_rate)}"

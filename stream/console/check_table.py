@@ -65,3 +65,5 @@ def print_table(report: CheckReport, console: Console) -> None:
             style=style,
         )
     )
+    if report.judge is not None:
+        console.print(Text(report.judge.summary(), style="dim"))

@@ -102,8 +102,8 @@ def build(datasource_uid: str) -> Board:
     )
     b.timeseries(
         "Judge cost",
-        "US dollars spent on judge calls, per hour at the current rate.",
-        [Query(f"{rate('evalstream_judge_cost_usd_total')} * 3600", "USD/h")],
+        "US dollars spent on judge calls (cache tokens priced in), per hour at the current rate.",
+        [Query(f"{rate('evalstream_judge_spend_usd_total')} * 3600", "USD/h")],
         unit="currencyUSD",
         width=8,
     )

@@ -142,12 +142,40 @@ class PipelineMetrics:
         )
         self.judge_calls = Counter(
             "evalstream_judge_calls",
-            "LLM judge calls by outcome (ok, error, cached).",
+            "LLM judge questions by outcome (ok, error, cached, budget_exhausted).",
             ["outcome"],
             registry=r,
         )
-        self.judge_cost = Counter(
-            "evalstream_judge_cost_usd", "Cost of LLM judge calls, in US dollars.", registry=r
+        self.judge_spend = Counter(
+            "evalstream_judge_spend_usd",
+            "What the LLM judge spent, in US dollars: the usage the API reported (input, "
+            "output, cache reads and writes) priced by the pricing table.",
+            registry=r,
+        )
+        self.judge_cache_tokens = Counter(
+            "evalstream_judge_cache_tokens",
+            "Prompt-cache tokens of LLM judge calls, by kind (read, write).",
+            ["kind"],
+            registry=r,
+        )
+        self.judge_cache_saving = Counter(
+            "evalstream_judge_cache_saving_usd",
+            "US dollars the prompt cache saved the LLM judge (cache reads at the input price "
+            "minus their cost, less the cache-write surcharge).",
+            registry=r,
+        )
+        self.judge_budget_remaining = Gauge(
+            "evalstream_judge_budget_remaining_usd",
+            "US dollars left in the LLM judge's budget per rolling window (hour, day); "
+            "in-flight reservations count as spent. Absent without a USD ceiling.",
+            ["window"],
+            registry=r,
+        )
+        self.judge_budget_ceiling = Gauge(
+            "evalstream_judge_budget_ceiling_usd",
+            "The LLM judge's USD ceiling per rolling window (hour, day), as configured.",
+            ["window"],
+            registry=r,
         )
         self.judge_latency = Histogram(
             "evalstream_judge_latency_seconds",

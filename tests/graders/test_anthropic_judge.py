@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,12 @@ class Observed:
     def judge_call(self, outcome: str, cost_usd: float, latency_s: float) -> None:
         self.calls.append((outcome, cost_usd, latency_s))
 
+    def judge_cache(self, read_tokens: int, write_tokens: int, saving_usd: float) -> None:
+        pass
+
+    def judge_budget(self, remaining_usd: Mapping[str, float]) -> None:
+        pass
+
 
 def settings(server: MessagesAPIServer, **overrides: object) -> JudgeSettings:
     return JudgeSettings.from_env(
@@ -106,7 +113,7 @@ def test_pass_with_the_request_on_the_wire(messages_api: MessagesAPIServer) -> N
     assert sent.body["model"] == MODEL
     assert sent.body["temperature"] == 0
     assert sent.body["output_config"]["format"]["type"] == "json_schema"
-    assert all(c in sent.body["system"] for c in CRITERIA)
+    assert all(c in sent.system_text for c in CRITERIA)
 
 
 def test_fail_on_low_scores(messages_api: MessagesAPIServer) -> None:
@@ -123,7 +130,7 @@ def test_calibration_examples_and_rubric_reach_the_judge(messages_api: MessagesA
         examples=(JudgeExample("Use prepared statements.", 4, "names the fix only"),),
     )
     ask(AnthropicJudge(settings(messages_api)), req)
-    system = messages_api.messages_requests[0].body["system"]
+    system = messages_api.messages_requests[0].system_text
     assert "Reviewers must name the vulnerability." in system
     assert "Use prepared statements." in system
     assert "names the fix only" in system
@@ -336,7 +343,7 @@ def test_llm_judge_assertions_through_evaluate_signals(messages_api: MessagesAPI
     assert verdicts == {"good": "pass", "bad": "fail", "broken": "error"}
     assert registry.get_sample_value("evalstream_judge_calls_total", {"outcome": "ok"}) == 2
     assert registry.get_sample_value("evalstream_judge_calls_total", {"outcome": "error"}) == 1
-    assert (registry.get_sample_value("evalstream_judge_cost_usd_total") or 0) > 0
+    assert (registry.get_sample_value("evalstream_judge_spend_usd_total") or 0) > 0
 
 
 def test_make_judge_without_a_key_is_none() -> None:
@@ -350,5 +357,5 @@ def test_observer_maps_to_prometheus() -> None:
     observer.judge_call("ok", 0.25, 1.5)
     observer.judge_call("cached", 0.0, 0.0)
     assert registry.get_sample_value("evalstream_judge_calls_total", {"outcome": "ok"}) == 1
-    assert registry.get_sample_value("evalstream_judge_cost_usd_total") == 0.25
+    assert registry.get_sample_value("evalstream_judge_spend_usd_total") == 0.25
     assert registry.get_sample_value("evalstream_judge_latency_seconds_count") == 1

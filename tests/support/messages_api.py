@@ -18,6 +18,11 @@ Anthropic error body, optional ``retry-after`` / ``x-should-retry`` headers, del
 queued with `MessagesAPIServer.enqueue` are served first, in order, before the handler is
 asked. Every request is recorded (`MessagesAPIServer.requests`) for assertions.
 
+With ``prompt_cache=True`` the default usage behaves like the API's prompt cache: the prefix
+up to the last block marked ``cache_control`` (tools, then system blocks, then message
+blocks) is reported as ``cache_creation_input_tokens`` the first time it is seen and as
+``cache_read_input_tokens`` afterwards; the rest is ``input_tokens``.
+
 Example::
 
     with MessagesAPIServer(handler=lambda req: Reply.text("hi")) as server:
@@ -249,6 +254,11 @@ class RecordedRequest:
         """The key sent as ``x-api-key`` or, as newer SDKs do, ``authorization: Bearer``."""
         return _api_key(self.headers)
 
+    @property
+    def system_text(self) -> str:
+        """The system prompt as one string (string form or joined text blocks)."""
+        return _text_of(self.body.get("system", "")) if isinstance(self.body, dict) else ""
+
 
 HandlerResult = Reply | ErrorReply | str
 Handler = Callable[[MessagesRequest], HandlerResult]
@@ -279,6 +289,7 @@ class MessagesAPIServer:
         count_tokens: CountTokensHandler | None = None,
         count_tokens_enabled: bool = True,
         strict: bool = True,
+        prompt_cache: bool = False,
     ) -> None:
         self.handler: Handler = handler or default_handler
         self.count_tokens: CountTokensHandler = count_tokens or (
@@ -286,6 +297,8 @@ class MessagesAPIServer:
         )
         self.count_tokens_enabled = count_tokens_enabled
         self.strict = strict
+        self.prompt_cache = prompt_cache
+        self._cached_prefixes: set[str] = set()
         self._lock = threading.Lock()
         self._queued: deque[HandlerResult] = deque()
         self._requests: list[RecordedRequest] = []
@@ -378,6 +391,22 @@ class MessagesAPIServer:
         with self._lock:
             queued = self._queued.popleft() if self._queued else None
         return queued if queued is not None else self.handler(request)
+
+    def default_usage(self, request: MessagesRequest, output_tokens: int) -> Usage:
+        """`estimate_tokens` of the request, split by the simulated prompt cache when on."""
+        prefix, rest = _cache_split(request.body) if self.prompt_cache else ("", "")
+        if not prefix:
+            return Usage(estimate_tokens(request.all_text()), output_tokens)
+        with self._lock:
+            seen = prefix in self._cached_prefixes
+            self._cached_prefixes.add(prefix)
+        cached = estimate_tokens(prefix)
+        return Usage(
+            input_tokens=estimate_tokens(rest),
+            output_tokens=output_tokens,
+            cache_creation_input_tokens=0 if seen else cached,
+            cache_read_input_tokens=cached if seen else 0,
+        )
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_test{next(self._ids):06d}"
@@ -519,9 +548,9 @@ def _message_json(api: MessagesAPIServer, request: MessagesRequest, reply: Reply
     stop_reason = reply.stop_reason or (
         "tool_use" if any(isinstance(b, ToolUseBlock) for b in reply.content) else "end_turn"
     )
-    usage = reply.usage or Usage(
-        input_tokens=estimate_tokens(request.all_text()),
-        output_tokens=estimate_tokens(
+    usage = reply.usage or api.default_usage(
+        request,
+        estimate_tokens(
             "".join(
                 b.text if isinstance(b, TextBlock) else json.dumps(dict(b.input))
                 for b in reply.content
@@ -605,6 +634,38 @@ def _stream_events(message: dict[str, Any], reply: Reply) -> Iterator[tuple[str,
         },
     )
     yield "message_stop", {"type": "message_stop"}
+
+
+def _cache_split(body: Mapping[str, Any]) -> tuple[str, str]:
+    """The request's text up to and including its last ``cache_control`` block, and the
+    rest, in the API's prefix order: tools, system, messages."""
+    blocks: list[tuple[str, bool]] = [
+        (json.dumps(tool, sort_keys=True), "cache_control" in tool)
+        for tool in body.get("tools", [])
+        if isinstance(tool, dict)
+    ]
+    system = body.get("system", "")
+    if isinstance(system, str):
+        blocks.append((system, False))
+    elif isinstance(system, list):
+        blocks += _marked(system)
+    for message in body.get("messages", []):
+        content = message.get("content", "") if isinstance(message, dict) else ""
+        if isinstance(content, str):
+            blocks.append((content, False))
+        elif isinstance(content, list):
+            blocks += [
+                (_text_of([b]), "cache_control" in b) for b in content if isinstance(b, dict)
+            ]
+    marked = [i for i, (_, cached) in enumerate(blocks) if cached]
+    if not marked:
+        return "", ""
+    end = marked[-1] + 1
+    return "\n".join(t for t, _ in blocks[:end]), "\n".join(t for t, _ in blocks[end:])
+
+
+def _marked(blocks: list[Any]) -> list[tuple[str, bool]]:
+    return [(_text_of([b]), "cache_control" in b) for b in blocks if isinstance(b, dict)]
 
 
 def _split(text: str, size: int = 12) -> list[str]:

@@ -1,5 +1,6 @@
 """The local Messages API server against the official `anthropic` SDK: sync, async, streaming,
-tool use, errors with retry-after, delays, count_tokens and request recording."""
+tool use, errors with retry-after, delays, count_tokens, request recording and the prompt-cache
+simulation."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.support.messages_api import (
     TextBlock,
     ToolUseBlock,
     Usage,
+    estimate_tokens,
 )
 
 USER: list[MessageParam] = [{"role": "user", "content": "Say hi"}]
@@ -221,3 +223,30 @@ def test_context_manager_frees_the_port() -> None:
         assert httpx.post(f"{url}/v1/other", json={}).status_code == 404
     with pytest.raises(httpx.ConnectError):
         httpx.post(f"{url}/v1/messages", json={})
+
+
+def test_prompt_cache_simulation_writes_then_reads_the_marked_prefix() -> None:
+    system = "You grade outputs. " * 40
+    with (
+        MessagesAPIServer(prompt_cache=True) as server,
+        anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0) as sdk,
+    ):
+
+        def ask(text: str, *, marked: bool = True) -> anthropic.types.Usage:
+            block: dict[str, object] = {"type": "text", "text": system}
+            if marked:
+                block["cache_control"] = {"type": "ephemeral"}
+            return sdk.messages.create(
+                model="m",
+                max_tokens=10,
+                system=[block],  # type: ignore[list-item]
+                messages=[{"role": "user", "content": text}],
+            ).usage
+
+        first, second, unmarked = ask("one"), ask("two, a longer one"), ask("x", marked=False)
+    prefix = estimate_tokens(system)
+    assert (first.cache_creation_input_tokens, first.cache_read_input_tokens) == (prefix, 0)
+    assert (second.cache_creation_input_tokens, second.cache_read_input_tokens) == (0, prefix)
+    assert second.input_tokens == estimate_tokens("two, a longer one")
+    assert (unmarked.cache_creation_input_tokens, unmarked.cache_read_input_tokens) == (0, 0)
+    assert unmarked.input_tokens == estimate_tokens(system + "\nx")
