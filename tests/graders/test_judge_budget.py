@@ -38,8 +38,8 @@ from assertions.wire.pricing import (
 from assertions.wire.signals import Signal
 from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
 from stream.judge import make_judge
-from stream.metrics import PipelineMetrics
 from stream.offline import evaluate_signals
+from stream.telemetry.metrics import PipelineMetrics
 from tests.graders.judge_helpers import CRITERIA, GOOD, KEYWORDS, criteria_of, verdict
 from tests.support.messages_api import (
     ErrorReply,
