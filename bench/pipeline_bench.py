@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/pipeline_bench.py [--episodes 600] [--repeat 5] [--profile] [--scoring]
     .venv/bin/python bench/pipeline_bench.py --fingerprint
+    .venv/bin/python bench/pipeline_bench.py --otlp-endpoint URL [--otlp-mode logs|spans]
 
 Feeds the Kafka benchmark's records (bench/kafka_bench.py: 100-signal episodes of
 bench/engine_bench.py's traffic, interleaved round-robin) to `stream.pipeline.Pipeline` exactly
@@ -13,6 +14,13 @@ per-signal entry point (`Pipeline.handle`) and the batch one (`Pipeline.handle_b
 the worker calls) in batches of the consumer's size. `--scoring` also scores every closed
 episode (rolling baselines and per-episode alert rules, no windowed detection): the
 per-episode score, delta and alert metrics.
+
+`--otlp-endpoint URL` makes the runs paired: each repeat runs the pipeline without and with
+the evaluation-event export (`stream/evaluation_export.py`: early verdicts, verdicts at close
+and, with `--scoring`, scores, to that OTLP/HTTP endpoint), in alternating order. CPU time is
+the whole process's, so the exporter thread's encoding and HTTP work count; a run ends when
+the exporter has sent what was queued. `bench/otlp_sink.py` is a receiver to point it at (run
+it as a separate process, so its CPU does not count).
 
 `--fingerprint` prints the SHA-256 of every output record (verdicts, episodes, dlq, alerts;
 sorted-key JSON) and of the counters and gauges, for the benchmark input and for a messy one
@@ -26,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import gc
 import hashlib
 import os
@@ -46,6 +55,10 @@ from assertions.alerting.regression import RegressionDetector
 from assertions.evaluation.assembly import CloseReason, CloseRules
 from assertions.scores.stage import ScoringSettings, ScoringStage
 from assertions.suite_format.suites import Suite, load_suite
+from connectors.evaluation_events import episode_events, verdict_event
+from connectors.otlp_encode import encode_logs, encode_spans
+from connectors.otlp_export import ExportStats, OtlpExportSettings, resolve_settings
+from stream.evaluation_export import EvaluationExport
 from stream.kafka_worker.signals_consumer import BATCH_RECORDS
 from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline
 from stream.settings import WorkerSettings
@@ -71,20 +84,26 @@ THROUGHPUT_SCORING = {
 }
 
 
-def new_pipeline(suite: Suite, scoring: bool = False) -> Pipeline:
+def new_pipeline(
+    suite: Suite, scoring: bool = False, export: EvaluationExport | None = None
+) -> Pipeline:
     stage = None
     if scoring:
         settings = ScoringSettings.load(THROUGHPUT_SCORING)
         stage = ScoringStage(settings, settings.baseline_store())
-    return Pipeline(
+    exporting = export.sink(MemorySink()) if export is not None else None
+    pipeline = Pipeline(
         [suite],
-        MemorySink(),
+        exporting or MemorySink(),
         rules=WorkerSettings().close_rules(),
         metrics=PipelineMetrics(),
         require_key=True,
         time_each_message=False,
         scoring=stage,
     )
+    if exporting is not None:
+        exporting.watch(pipeline)
+    return pipeline
 
 
 async def run_handle(p: Pipeline, records: Sequence[tuple[bytes, bytes]]) -> None:
@@ -114,6 +133,90 @@ def measure(
     started = time.process_time()
     asyncio.run(RUNNERS[mode](p, records))
     return time.process_time() - started
+
+
+def measure_export(
+    mode: str,
+    suite: Suite,
+    records: Sequence[tuple[bytes, bytes]],
+    scoring: bool,
+    otlp: OtlpExportSettings,
+) -> tuple[float, ExportStats]:
+    """CPU seconds of one run exporting to `otlp`, until what was queued is sent."""
+    export = EvaluationExport(otlp, PipelineMetrics())
+    p = new_pipeline(suite, scoring, export)
+    gc.collect()
+    started = time.process_time()
+    asyncio.run(RUNNERS[mode](p, records))
+    stats = export.close(timeout_s=120.0)
+    return time.process_time() - started, stats
+
+
+def paired_export(args: argparse.Namespace) -> None:
+    suite = load_suite(SUITE)
+    records = bench_records(args.episodes)
+    n = len(records)
+    otlp = dataclasses.replace(
+        resolve_settings(args.otlp_endpoint, args.otlp_mode, os.environ),
+        queue_size=args.otlp_queue,
+    )
+    print(f"# Pipeline with and without OTLP export ({args.otlp_mode} to {otlp.endpoint})")
+    print(f"{args.episodes} episodes x 100 signals = {n:,} signals; scoring: {args.scoring}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print()
+    columns = ("without: signals/s", "with: signals/s", "cost", "sent", "dropped", "failed")
+    print("| entry point | pair | " + " | ".join(columns) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for mode in args.modes:
+        measure(mode, suite, records, args.scoring)  # warm-up of both paths
+        measure_export(mode, suite, records, args.scoring, otlp)
+        costs = []
+        for pair in range(args.repeat):
+            order = ("without", "with") if pair % 2 == 0 else ("with", "without")
+            got: dict[str, tuple[float, ExportStats | None]] = {}
+            for side in order:
+                if side == "with":
+                    got[side] = measure_export(mode, suite, records, args.scoring, otlp)
+                else:
+                    got[side] = (measure(mode, suite, records, args.scoring), None)
+            without, (with_s, stats) = got["without"][0], got["with"]
+            assert stats is not None
+            cost = with_s / without - 1
+            costs.append(cost)
+            print(
+                f"| `{mode}` | {pair + 1} | {n / without:,.0f} | {n / with_s:,.0f} | "
+                f"{cost:+.1%} | {stats.sent:,} | {stats.dropped:,} | {stats.failed:,} |"
+            )
+        print(f"| `{mode}` | median | | | {statistics.median(costs):+.1%} | | | |")
+    export_parts(suite, records, args.scoring, otlp)
+
+
+def export_parts(
+    suite: Suite, records: Sequence[tuple[bytes, bytes]], scoring: bool, otlp: OtlpExportSettings
+) -> None:
+    """CPU per event of the two steps on the evaluation side of the queue: mapping a record
+    to an event, and encoding events into request bodies (in the exporter's batches)."""
+    p = new_pipeline(suite, scoring)
+    asyncio.run(run_batch(p, records))
+    assert isinstance(p.sink, MemorySink)
+    verdicts = [r for _, r in p.sink.records["verdicts"] if r.get("early")]
+    episodes = [r for _, r in p.sink.records["episodes"]]
+    started = time.process_time()
+    events = [e for r in verdicts if (e := verdict_event(r, 0)) is not None]
+    for r in episodes:
+        events.extend(episode_events(r, 0, with_early=False))
+    mapped = time.process_time() - started
+    encode = encode_logs if otlp.mode == "logs" else encode_spans
+    started = time.process_time()
+    for i in range(0, len(events), otlp.batch_size):
+        encode(events[i : i + otlp.batch_size], otlp.resource)
+    encoded = time.process_time() - started
+    n = len(events)
+    print()
+    print(
+        f"{n:,} events; per event: mapping {mapped / n * 1e6:.1f} µs, encoding "
+        f"{encoded / n * 1e6:.1f} µs (CPU)"
+    )
 
 
 def throughput(args: argparse.Namespace) -> None:
@@ -447,6 +550,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--modes", type=lambda s: s.split(","), default=list(RUNNERS), help="handle,handle_batch"
     )
+    parser.add_argument("--otlp-endpoint", help="paired runs without and with OTLP export")
+    parser.add_argument("--otlp-mode", choices=("logs", "spans"), default="logs")
+    parser.add_argument("--otlp-queue", type=int, default=10_000, help="the exporter's queue")
     parser.add_argument(
         "--batches",
         type=lambda s: [int(x) for x in s.split(",")],
@@ -456,6 +562,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.fingerprint:
         fingerprint(args)
+    elif args.otlp_endpoint:
+        paired_export(args)
     else:
         throughput(args)
 

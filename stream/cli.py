@@ -29,6 +29,8 @@ from assertions.suite_format.schema import suite_json_schema
 from assertions.suite_format.suites import Suite, load_suite
 from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
 from connectors.kafka.topics import ensure_topics
+from connectors.otlp_export import MODES as OTLP_MODES
+from connectors.otlp_export import ExportStats
 from stream.commands import register_all
 from stream.commands.gateway import embedded_gateway_settings
 from stream.commands.user_error import UserError
@@ -37,6 +39,14 @@ from stream.console.consoles import output_console
 from stream.console.load_warnings import show_warnings_plainly
 from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
 from stream.embedded import run_embedded, serve_metrics
+from stream.evaluation_export import (
+    ENDPOINT_HELP,
+    MODE_HELP,
+    EvaluationExport,
+    cli_export_settings,
+    export_settings,
+    otlp_options,
+)
 from stream.judge import judge_from
 from stream.offline import check_files
 from stream.settings import (
@@ -170,6 +180,7 @@ def load_common(
     "--episode-id", help="Episode id for signals that carry none (signal-native recordings)."
 )
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
+@otlp_options
 def check(
     suites: tuple[str, ...],
     recordings: tuple[str, ...],
@@ -177,10 +188,14 @@ def check(
     out: str | None,
     episode_id: str | None,
     allow_empty: bool,
+    otlp_endpoint: str | None,
+    otlp_mode: str | None,
     **common: Any,
 ) -> None:
     """Evaluate recorded signals (JSONL files, `-` for stdin) against suites."""
     loaded = load_common(suites, **common)
+    otlp = cli_export_settings(otlp_endpoint, otlp_mode)
+    export = EvaluationExport(otlp) if otlp is not None else None
     try:
         report = check_files(
             list(recordings),
@@ -189,9 +204,13 @@ def check(
             pricing=loaded.pricing,
             judge=loaded.judge(),
             episode_id=episode_id,
+            on_record=export.offer_episode if export is not None else None,
         )
     except InputError as exc:
         raise UserError(str(exc)) from exc
+    finally:
+        if export is not None:
+            _report_export(export.close())
     if fmt == "table" and out is None:
         print_table(report, output_console())
     elif fmt == "table":
@@ -255,6 +274,7 @@ def check(
     help="Also write the episode and verdict records (the worker's topics) as JSON lines "
     "here; `-` is stdout, and the console output then goes to stderr.",
 )
+@otlp_options
 def up(
     suites: tuple[str, ...],
     sources: tuple[str, ...],
@@ -266,6 +286,8 @@ def up(
     scoring: str | None,
     gateway_port: int,
     out: str | None,
+    otlp_endpoint: str | None,
+    otlp_mode: str | None,
     **common: Any,
 ) -> None:
     """Run the embedded runtime (no Kafka): evaluate signals from files or stdin, live.
@@ -278,6 +300,7 @@ def up(
         scoring_settings = load_scoring_settings(scoring) if scoring else None
     except InputError as exc:
         raise UserError(str(exc)) from exc
+    otlp = cli_export_settings(otlp_endpoint, otlp_mode)
     if kafka:
         if out is not None:
             raise UserError(
@@ -285,7 +308,15 @@ def up(
                 "publishes them to its topics: copy those with `evalstream record`"
             )
         up_on_kafka(
-            kafka, topic_prefix, suites, sources, loaded, metrics_port, metrics_host, scoring
+            kafka,
+            topic_prefix,
+            suites,
+            sources,
+            loaded,
+            metrics_port,
+            metrics_host,
+            scoring,
+            otlp=(otlp_endpoint, otlp_mode) if otlp is not None else None,
         )
         return
     gateway = embedded_gateway_settings(gateway_port) if gateway_port else None
@@ -314,6 +345,7 @@ def up(
                 gateway=gateway,
                 stop_on_signals=True,
                 out=out,
+                otlp=otlp,
             )
         )
     except InputError as exc:
@@ -342,6 +374,7 @@ def up_on_kafka(
     metrics_port: int,
     metrics_host: str,
     scoring: str | None,
+    otlp: tuple[str | None, str | None] | None = None,
 ) -> None:
     """`up --kafka`: publish the given files to the signals topic, then run the worker."""
     if loaded.judge_spec is not None:
@@ -359,6 +392,8 @@ def up_on_kafka(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
         scoring=scoring,
+        otlp_endpoint=otlp[0] if otlp else None,
+        otlp_mode=otlp[1] if otlp else None,
     )
     files = [source for source in sources if source != "-"]
     if len(files) != len(sources):
@@ -387,6 +422,16 @@ def up_on_kafka(
         run_worker(settings, loaded.suites, pricing=loaded.pricing)
     except InputError as exc:
         raise UserError(str(exc)) from exc
+
+
+def _report_export(stats: ExportStats) -> None:
+    """What did not reach the OTLP endpoint, on stderr (the report itself is unchanged)."""
+    if stats.dropped or stats.failed:
+        click.echo(
+            f"warning: OTLP export: {stats.sent} evaluation events sent, {stats.failed} "
+            f"failed, {stats.dropped} dropped (see the log above)",
+            err=True,
+        )
 
 
 @cli.command()
@@ -470,6 +515,10 @@ def topics(config_file: str | None, **overrides: Any) -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="Scoring settings YAML (EVALSTREAM_SCORING).",
 )
+@click.option("--otlp-endpoint", metavar="URL", help=ENDPOINT_HELP + " (EVALSTREAM_OTLP_ENDPOINT)")
+@click.option(
+    "--otlp-mode", type=click.Choice(OTLP_MODES), help=MODE_HELP + " (EVALSTREAM_OTLP_MODE)"
+)
 @click.option("--loglevel", default="WARNING", show_default=True)
 def worker(
     config_file: str | None, suites: tuple[str, ...], loglevel: str, **overrides: Any
@@ -482,6 +531,7 @@ def worker(
         loaded = [load_suite(path) for path in settings.suites]
         pricing = load_pricing(Path(settings.pricing)) if settings.pricing else None
         load_scoring_settings(settings.scoring) if settings.scoring else None
+        export_settings(settings.otlp_endpoint, settings.otlp_mode, os.environ)
     except InputError as exc:
         raise UserError(str(exc)) from exc
     from stream.kafka_worker.app import run_worker  # noqa: PLC0415 - imports faust, only for this command

@@ -29,8 +29,11 @@ from assertions.judge.protocol import Judge
 from assertions.scores.stage import ScoringSettings, ScoringStage
 from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
+from connectors.alert_sinks import AlertSinks
+from connectors.otlp_export import OtlpExportSettings
 from stream.alerting import AlertFanout, build_alert_sinks
 from stream.console.rejections import RejectionLog
+from stream.evaluation_export import EvaluationExport, ExportingSink
 from stream.jsonl_records import JsonlRecords
 from stream.pipeline import (
     ALERTS,
@@ -193,6 +196,7 @@ async def run_embedded(
     gateway: GatewaySettings | None = None,
     stop_on_signals: bool = False,
     out: str | None = None,
+    otlp: OtlpExportSettings | None = None,
 ) -> EmbeddedRun:
     """Runs until the sources end (never, when following or serving the gateway); `run`
     collects results live. `gateway`: also serve the HTTP gateway, feeding this pipeline.
@@ -205,16 +209,15 @@ async def run_embedded(
     rules apply and windowed regressions are detected in-process.
 
     `out`: also write the episode and verdict records, as the worker publishes them, as
-    JSON lines to this file (`-`: standard output)."""
+    JSON lines to this file (`-`: standard output).
+
+    `otlp`: also export verdicts and scores as OpenTelemetry evaluation events; what is
+    queued is sent before this returns (within the exporter's close timeout)."""
     run = run if run is not None else EmbeddedRun()
     live = follow or "-" in sources or gateway is not None
     metrics = metrics or PipelineMetrics(process=False)
-    alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
-    console_sink = ConsoleSink(console, run)
-    sink, records = _with_records(console_sink, out)
-    if alert_sinks is not None:
-        sink = AlertFanout(sink, alert_sinks)
-        await alert_sinks.start()
+    outputs = await _Outputs.open(ConsoleSink(console, run), out, scoring, metrics, otlp)
+    sink = outputs.sink
     pipeline = Pipeline(
         suites,
         sink,
@@ -226,6 +229,7 @@ async def run_embedded(
         event_time=not live,
         **_scoring_stages(scoring, sink, metrics),
     )
+    outputs.watch(pipeline)
     queue: asyncio.Queue[Envelope | None] = asyncio.Queue(maxsize=QUEUE_SIZE)
 
     async def produce(path: str) -> None:
@@ -267,24 +271,54 @@ async def run_embedded(
                     await serving
             await _cancel(tick, producer)
             await pipeline.drain()
-            if alert_sinks is not None:
-                await alert_sinks.close()  # delivers what is queued, within its drain timeout
-            _finish_output(console_sink, records)  # raises when the records could not be written
+            await outputs.close()  # raises when the records could not be written
     return run
 
 
-def _with_records(console_sink: ConsoleSink, out: str | None) -> tuple[Sink, JsonlRecords | None]:
-    """The sink printing the results, writing them to `out` first when given."""
-    if out is None:
-        return console_sink, None
-    records = JsonlRecords.open(out, console_sink)
-    return records, records
+@dataclass
+class _Outputs:
+    """Where the pipeline's records go: printed, written to `out`, alerts to their sinks,
+    verdicts and scores exported over OTLP; the outermost sink is `sink`."""
 
+    console_sink: ConsoleSink
+    sink: Sink
+    records: JsonlRecords | None = None
+    alert_sinks: AlertSinks | None = None
+    exporting: ExportingSink | None = None
 
-def _finish_output(console_sink: ConsoleSink, records: JsonlRecords | None) -> None:
-    console_sink.finish()
-    if records is not None:
-        records.close()
+    @staticmethod
+    async def open(
+        console_sink: ConsoleSink,
+        out: str | None,
+        scoring: ScoringSettings | None,
+        metrics: PipelineMetrics,
+        otlp: OtlpExportSettings | None,
+    ) -> _Outputs:
+        outputs = _Outputs(console_sink, console_sink)
+        if out is not None:
+            outputs.sink = outputs.records = JsonlRecords.open(out, console_sink)
+        outputs.alert_sinks = build_alert_sinks(scoring, metrics) if scoring else None
+        if outputs.alert_sinks is not None:
+            outputs.sink = AlertFanout(outputs.sink, outputs.alert_sinks)
+            await outputs.alert_sinks.start()
+        if otlp is not None:
+            outputs.sink = outputs.exporting = EvaluationExport(otlp, metrics).sink(outputs.sink)
+        return outputs
+
+    def watch(self, pipeline: Pipeline) -> None:
+        if self.exporting is not None:
+            self.exporting.watch(pipeline)
+
+    async def close(self) -> None:
+        """Delivers what is queued (OTLP events, alerts, within their timeouts), then
+        finishes the console and the records."""
+        if self.exporting is not None:
+            await asyncio.to_thread(self.exporting.export.close)
+        if self.alert_sinks is not None:
+            await self.alert_sinks.close()
+        self.console_sink.finish()
+        if self.records is not None:
+            self.records.close()
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

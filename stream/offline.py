@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from assertions.evaluation.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
+from assertions.evaluation.records import episode_record
 from assertions.evaluation.results import describe_error
 from assertions.evaluation.verdicts import error_from_exception
 from assertions.judge.protocol import NO_JUDGE, Judge
@@ -23,6 +25,7 @@ from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal
 from connectors.codecs.jsonl import Rejected, read_signals
 
+JSON = Any
 SWEEP_EVERY_MS = 1_000.0
 log = logging.getLogger(__name__)
 
@@ -53,8 +56,10 @@ def evaluate_signals(
     rules: CloseRules | None = None,
     pricing: PricingTable | None = None,
     judge: Judge | None = None,
+    on_record: Callable[[dict[str, JSON]], None] | None = None,
 ) -> CheckReport:
-    """Run signals (in arrival order) through assembly and evaluation; results by start time."""
+    """Run signals (in arrival order) through assembly and evaluation; results by start time.
+    `on_record`: every closed episode's record (as the worker publishes it), in close order."""
     pricing = pricing or default_pricing()
     suite_set = SuiteSet(suites, CompileContext(pricing))
     assembler = EpisodeAssembler(suite_set.plan_for, rules, pricing, selection=suite_set)
@@ -95,6 +100,9 @@ def evaluate_signals(
     closed.extend(assembler.drain_ready())
     asyncio.run(resolve_judgements(closed, judge))
     results = [c.report() for c in closed]  # one episode failing is that episode's `error`
+    if on_record is not None:
+        for c, r in zip(closed, results, strict=True):
+            on_record(episode_record(r, c.episode.first_signal_id))
     for r in results:
         if r.error is not None:
             log.error("episode %r reported as error: %s", r.episode_id, r.error)
@@ -126,9 +134,12 @@ def check_files(
     pricing: PricingTable | None = None,
     judge: Judge | None = None,
     episode_id: str | None = None,
+    on_record: Callable[[dict[str, JSON]], None] | None = None,
 ) -> CheckReport:
     def items() -> Iterable[Signal | Rejected]:
         for path in paths:
             yield from read_signals(path, episode_id=episode_id)
 
-    return evaluate_signals(items(), suites, rules=rules, pricing=pricing, judge=judge)
+    return evaluate_signals(
+        items(), suites, rules=rules, pricing=pricing, judge=judge, on_record=on_record
+    )

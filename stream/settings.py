@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,6 +81,14 @@ class WorkerSettings(BaseModel):
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(9464, ge=0, le=65535)
     data_dir: str = Field(".evalstream", description="The worker's local state (faust's).")
+    otlp_endpoint: str | None = Field(
+        None,
+        description="Export verdicts and scores as OpenTelemetry evaluation events to this "
+        "OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_* settings apply; this wins over their endpoint).",
+    )
+    otlp_mode: Literal["logs", "spans"] | None = Field(
+        None, description="OTLP export as log records (logs, the default) or child spans."
+    )
 
     def topic(self, name: str) -> str:
         if name not in TOPIC_NAMES:

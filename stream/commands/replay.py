@@ -22,9 +22,11 @@ from rich.console import Console
 from assertions.errors import InputError
 from connectors.files.recording import EpisodeRename
 from connectors.kafka.topic_io import TopicReader, TopicSlice, TopicWriter
+from connectors.otlp_export import OtlpExportSettings
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
 from stream.console.consoles import output_console
+from stream.evaluation_export import EvaluationExport, cli_export_settings, otlp_options
 from stream.jsonl_records import STDOUT, JsonlRecords
 from stream.pipeline import Sink
 from stream.recordings.record import (
@@ -259,6 +261,7 @@ def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
     is_flag=True,
     help="check/embedded: exit 0 even when no episode was evaluated (else exit 2).",
 )
+@otlp_options
 def replay_command(
     *,
     recordings: tuple[str, ...],
@@ -285,6 +288,8 @@ def replay_command(
     api_key_env: str,
     concurrency: int,
     allow_empty: bool,
+    otlp_endpoint: str | None,
+    otlp_mode: str | None,
     **evaluation: Any,
 ) -> None:
     """Replay RECORDINGS (or --from-topic with a slice) with the current suites.
@@ -322,6 +327,8 @@ def replay_command(
         )
         return
     records: JsonlRecords | None = None  # embedded with --out: the records written as JSONL
+    otlp = _export_settings(otlp_endpoint, otlp_mode, mode, into)
+    export: EvaluationExport | None = None
     if into == "topic":
         if not to_topic:
             raise UserError("--into topic needs --topic NAME (the topic to produce to)")
@@ -339,8 +346,8 @@ def replay_command(
             raise UserError(f"--into {into} evaluates: pass --suite FILE (repeatable)")
         report_out = None if out == STDOUT else out  # check: `-` is stdout, the default
         records_out, out = (out, None) if into == "embedded" else (None, report_out)
-        target, records = _pipeline_target(
-            into, evaluation, metrics_port, metrics_host, records_out
+        target, records, export = _pipeline_target(
+            into, evaluation, metrics_port, metrics_host, records_out, otlp=otlp
         )
     console = Console(stderr=True)
     try:
@@ -360,7 +367,7 @@ def replay_command(
     except KafkaError as exc:
         raise UserError(f"Kafka error: {exc}") from exc
     finally:
-        _close_records(records)
+        _close_outputs(records, export)
     stopped = " (stopped by signal)" if summary.interrupted else ""
     where = f"topic {to_topic}" if into == "topic" else into
     click.echo(f"replayed {summary.sent} messages into {where}{stopped}", err=True)
@@ -375,8 +382,24 @@ def replay_command(
         sys.exit(report.exit_code(allow_empty=allow_empty))
 
 
-def _close_records(records: JsonlRecords | None) -> None:
-    """Closes the `--out` records; a failed write becomes the user's error."""
+def _export_settings(
+    endpoint: str | None, otlp_mode: str | None, mode: str, into: str
+) -> OtlpExportSettings | None:
+    otlp = cli_export_settings(endpoint, otlp_mode)
+    if otlp is not None and (mode == "live" or into == "topic"):
+        raise UserError(
+            "--otlp-endpoint exports what this replay evaluates: use it with --mode dry and "
+            "--into check or embedded (a worker on the target topic exports with its own "
+            "--otlp-endpoint)"
+        )
+    return otlp
+
+
+def _close_outputs(records: JsonlRecords | None, export: EvaluationExport | None) -> None:
+    """Sends the queued evaluation events, closes the `--out` records; a failed write
+    becomes the user's error."""
+    if export is not None:
+        export.close()
     if records is None:
         return
     try:
@@ -391,9 +414,11 @@ def _pipeline_target(
     metrics_port: int,
     metrics_host: str,
     records_out: str | None,
-) -> tuple[PipelineTarget, JsonlRecords | None]:
+    *,
+    otlp: OtlpExportSettings | None,
+) -> tuple[PipelineTarget, JsonlRecords | None, EvaluationExport | None]:
     """The pipeline in process; for `embedded`, printing as results come (and writing the
-    records to `records_out`)."""
+    records to `records_out`); with `otlp`, exporting verdicts and scores."""
     from stream.cli import load_common  # noqa: PLC0415 - stream.cli imports this module
     from stream.embedded import ConsoleSink, EmbeddedRun, serve_metrics  # noqa: PLC0415
     from stream.telemetry.metrics import PipelineMetrics  # noqa: PLC0415
@@ -418,15 +443,19 @@ def _pipeline_target(
                 sink = records = JsonlRecords.open(records_out, sink)
             except InputError as exc:
                 raise UserError(str(exc)) from exc
+    export = EvaluationExport(otlp, metrics) if otlp is not None else None
+    exporting = export.sink(sink) if export is not None else None
     target = PipelineTarget(
         loaded.suites,
         rules=loaded.rules,
         pricing=loaded.pricing,
         judge=loaded.judge(metrics),
         metrics=metrics,
-        sink=sink,
+        sink=exporting or sink,
     )
-    return target, records
+    if exporting is not None:
+        exporting.watch(target.pipeline)
+    return target, records, export
 
 
 async def _run(

@@ -56,6 +56,7 @@ from connectors.codecs.llm_calls import llm_call_signals
 from connectors.kafka.batched_output import BatchedOutput
 from connectors.kafka.partitions import key_partition_lookup
 from stream.alerting import build_alert_sinks
+from stream.evaluation_export import evaluation_export
 from stream.judge import make_judge
 from stream.kafka_worker.allocator import keep_large_buffers
 from stream.kafka_worker.dead_letter_output import DeadLetterOutput
@@ -116,7 +117,7 @@ class AwaitedSink:
 class Worker:
     partition_of: Callable[[bytes], int]  # a signals key's partition; known once started
 
-    def __init__(
+    def __init__(  # noqa: PLR0915 - the wiring of every part, one statement each
         self,
         settings: WorkerSettings,
         suites: Sequence[Suite],
@@ -146,6 +147,7 @@ class Worker:
             self.stage = ScoringStage(scoring, self.baselines, detector.holding)
             self.regression = InlineRegression(detector, AwaitedSink(self), self.metrics)
         self.alert_sinks = build_alert_sinks(scoring, self.metrics) if scoring else None
+        self.export = evaluation_export(settings.otlp_endpoint, settings.otlp_mode, self.metrics)
         self.states: dict[int, PartitionState] = {}
         self.rebalancing = True  # of the signals group: until partitions are assigned
         self.producer: Any = None  # aiokafka's, for the signals path; made on the app's loop
@@ -213,9 +215,10 @@ class Worker:
 
     def _new_state(self, partition: int, start: int) -> PartitionState:
         sink = PartitionSink(self)
+        exporting = self.export.sink(sink) if self.export is not None else None
         pipeline = Pipeline(
             self.suites,
-            sink,
+            exporting or sink,
             rules=self.settings.close_rules(),
             pricing=self.pricing,
             metrics=self.metrics,
@@ -229,6 +232,8 @@ class Worker:
             on_scored=functools.partial(self._persist_baseline, sink),
             time_each_message=False,  # observed per fetched batch, in _evaluate_batch
         )
+        if exporting is not None:
+            exporting.watch(pipeline)
         state = PartitionState(partition, pipeline, next_offset=start)
         sink.state = state
         pipeline.on_result = lambda result: self._closed(state, result)
@@ -715,4 +720,8 @@ def run_worker(
     # on every record), so every debug call of aiokafka and faust built a log record: ~4 %
     # of a busy worker's time. No spinner: the root logger keeps the asked level.
     runner.spinner = None
-    runner.execute_from_commandline()
+    try:
+        runner.execute_from_commandline()
+    finally:
+        if worker.export is not None:
+            worker.export.close()  # what is queued goes out before the process ends

@@ -140,6 +140,18 @@ class PipelineMetrics:
             ["sink"],
             registry=r,
         )
+        self.otlp_export_events = Counter(
+            "evalstream_otlp_export_events",
+            "Evaluation events exported over OTLP, by OTLP signal (logs, traces) and outcome: "
+            "sent, dropped (queue full or closing), failed (refused, or retries exhausted).",
+            ["signal", "outcome"],
+            registry=r,
+        )
+        self.otlp_export_retries = Counter(
+            "evalstream_otlp_export_retries",
+            "OTLP export requests retried after a connection error, a timeout, 429 or 5xx.",
+            registry=r,
+        )
         self.judge_calls = Counter(
             "evalstream_judge_calls",
             "LLM judge questions by outcome (ok, error, cached, budget_exhausted).",
