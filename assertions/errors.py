@@ -4,7 +4,9 @@
     ├── InputError                  bad input from a user; the CLI prints it without a traceback
     │   ├── SignalDecodeError       a wire record that is not a valid signal (has a `reason`)
     │   ├── SuiteError              a suite file that does not load or validate (has a location)
-    │   └── PricingError            a pricing table that does not load
+    │   ├── PricingError            a pricing table that does not load
+    │   └── WrongFileKindError      a file of another kind than the command reads (names the
+    │                               kind it looks like and the command that reads it)
     ├── EvaluationError             raised inside an evaluator; becomes an `error` verdict
     │   └── RegexTimeoutError       a regular expression exceeded its time bound
     ├── TargetError                 an agent under evaluation failed (raised, exited non-zero,
@@ -86,6 +88,10 @@ class SuiteWarning(UserWarning):
 
 class PricingError(InputError):
     """A pricing table could not be loaded."""
+
+
+class WrongFileKindError(InputError):
+    """A file that looks like another kind than the command reads (`assertions.file_kinds`)."""
 
 
 class EvaluationError(EvalstreamError):

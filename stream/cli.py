@@ -22,12 +22,14 @@ from aiokafka.errors import KafkaError
 from assertions.errors import InputError
 from assertions.evaluation.assembly import CloseRules
 from assertions.evaluation.results import Summary
+from assertions.file_kinds import FileKind
 from assertions.judge.protocol import Judge
 from assertions.reports.check_report import render_json, render_junit, render_markdown
 from assertions.scores.stage import load_scoring_settings
 from assertions.suite_format.schema import suite_json_schema
 from assertions.suite_format.suites import Suite, load_suite
 from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
+from connectors.files.file_kinds import expecting
 from connectors.kafka.topics import ensure_topics
 from connectors.otlp_export import MODES as OTLP_MODES
 from connectors.otlp_export import ExportStats
@@ -139,6 +141,13 @@ class Loaded:
             raise UserError(str(exc)) from exc
 
 
+def suite_file(path: str) -> Suite:
+    """A suite; a file of another kind (signals, a store export...) says which command reads
+    it instead of listing the suite fields it lacks."""
+    with expecting(path, FileKind.SUITE):
+        return load_suite(path)
+
+
 def load_common(
     suites: tuple[str, ...],
     pricing: str | None,
@@ -150,7 +159,7 @@ def load_common(
 ) -> Loaded:
     try:
         return Loaded(
-            suites=[load_suite(path) for path in suites],
+            suites=[suite_file(path) for path in suites],
             pricing=load_pricing(Path(pricing)) if pricing else default_pricing(),
             rules=CloseRules(
                 end_patterns=end_signals or ("harness:end",),
@@ -528,7 +537,7 @@ def worker(
     if not settings.suites:
         raise UserError("no suites: pass --suite FILE or set EVALSTREAM_SUITES")
     try:
-        loaded = [load_suite(path) for path in settings.suites]
+        loaded = [suite_file(path) for path in settings.suites]
         pricing = load_pricing(Path(settings.pricing)) if settings.pricing else None
         load_scoring_settings(settings.scoring) if settings.scoring else None
         export_settings(settings.otlp_endpoint, settings.otlp_mode, os.environ)

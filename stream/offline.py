@@ -10,12 +10,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from assertions.evaluation.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
 from assertions.evaluation.records import episode_record
 from assertions.evaluation.results import describe_error
 from assertions.evaluation.verdicts import error_from_exception
+from assertions.file_kinds import FileKind
 from assertions.judge.protocol import NO_JUDGE, Judge
 from assertions.judge.usage import JudgeUsage
 from assertions.kinds.base import CompileContext
@@ -24,6 +26,7 @@ from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal
 from connectors.codecs.jsonl import Rejected, read_signals
+from connectors.files.file_kinds import raise_if_other_kind
 
 JSON = Any
 SWEEP_EVERY_MS = 1_000.0
@@ -136,9 +139,21 @@ def check_files(
     episode_id: str | None = None,
     on_record: Callable[[dict[str, JSON]], None] | None = None,
 ) -> CheckReport:
+    """Signals from files through `evaluate_signals`. A file whose first line is rejected
+    and that looks like another kind of file (a store export, a suite...) is a
+    WrongFileKindError naming the command that reads it, not one rejection per line."""
+
     def items() -> Iterable[Signal | Rejected]:
         for path in paths:
-            yield from read_signals(path, episode_id=episode_id)
+            signals = read_signals(path, episode_id=episode_id)
+            first = next(signals, None)
+            if first is None:
+                continue
+            if isinstance(first, Rejected):
+                regular = path != "-" and Path(path).is_file()  # a pipe is not read twice
+                raise_if_other_kind(path, FileKind.SIGNALS, None if regular else first.raw)
+            yield first
+            yield from signals
 
     return evaluate_signals(
         items(), suites, rules=rules, pricing=pricing, judge=judge, on_record=on_record

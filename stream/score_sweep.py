@@ -29,12 +29,15 @@ The filters (agent id, model, status, since, until, limit) go to the store, or a
 episodes from files as the store would apply them (`EpisodeQuery.matches`); from files,
 `limit` applies only when given. Episodes still `running` are skipped (listed in the run).
 Bad episodes are rejected one by one with the codec's message; the rest are still scored.
+A file whose first record is not an episode and that looks like another kind of file
+(signals, a suite, a saved run...) stops the run with one error naming the command that reads
+it (`assertions.file_kinds`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,16 +50,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from assertions.alerting.alert_rules import AlertRules
 from assertions.alerting.regression import RegressionConfig, RegressionDetector
 from assertions.errors import InputError
+from assertions.file_kinds import FileKind
 from assertions.reports.score_report import render_json, render_markdown
 from assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
 from assertions.scores.dimensions import BaselineMismatchError, ScoringConfig, ScoringInput
 from assertions.scores.run import Scorer, ScoreRun, ScoreRunError
-from assertions.suite_format.suites import SuiteSet, load_suite
+from assertions.suite_format.suites import Suite, SuiteSet, load_suite
 from assertions.wire.pricing import default_pricing, load_pricing
 from assertions.wire.signals import Signal
 from connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
 from connectors.episode_store import EpisodeQuery, EpisodeStoreClient
-from connectors.files.episode_files import FileProblem, read_episode_files
+from connectors.files.episode_files import FileItem, FileProblem, read_episode_file
+from connectors.files.file_kinds import expecting, raise_if_other_kind
 from stream.judge import judge_from
 from stream.offline import resolve_judgements
 
@@ -203,7 +208,7 @@ async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[
     )
     if from_files:
         taken = 0
-        for item in read_episode_files(settings.files):
+        for item in _episode_file_items(settings.files):
             if isinstance(item, FileProblem):
                 yield item.where, item.error
             elif _in_run(item.episode, settings) and base_query.matches(item.episode):
@@ -220,6 +225,23 @@ async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[
             async for episode in store.iter_episodes(base_query):
                 if _in_run(episode, settings):
                     yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
+
+
+def _episode_file_items(paths: list[str]) -> Iterator[FileItem | FileProblem]:
+    """The files' items; a file whose first item is not an episode (no `steps` list) and
+    that looks like another kind of file (signals, a suite...) is a WrongFileKindError that
+    names the command reading it, instead of one rejected episode per record."""
+    for path in paths:
+        items = read_episode_file(path)
+        first = next(items, None)
+        if first is None:
+            continue
+        if isinstance(first, FileProblem) or not (
+            isinstance(first.episode, Mapping) and isinstance(first.episode.get("steps"), list)
+        ):
+            raise_if_other_kind(path, FileKind.STORE_EPISODES)
+        yield first
+        yield from items
 
 
 def _in_run(episode: JSON, settings: ScoreSettings) -> bool:
@@ -257,11 +279,16 @@ def _baseline_store(settings: ScoreSettings) -> tuple[BaselineStore | None, dict
     return rolling, info
 
 
+def _suite(path: str) -> Suite:
+    with expecting(path, FileKind.SUITE):
+        return load_suite(path)
+
+
 async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
     """Score as the settings say (see the module docstring); raises InputError subclasses
     for settings and store problems, records bad episodes in the run."""
     pricing = load_pricing(Path(settings.pricing)) if settings.pricing else default_pricing()
-    suites = [load_suite(path) for path in settings.suites]
+    suites = [_suite(path) for path in settings.suites]
     judge = judge_from(settings.judge, pricing=pricing) if suites else None
     baselines, baseline_info = _baseline_store(settings)
     detector = (

@@ -46,9 +46,11 @@ from assertions.evalruns.reports import (
 )
 from assertions.evalruns.summaries import pct
 from assertions.evalruns.variants import load_variants
+from assertions.file_kinds import FileKind
 from assertions.judge.protocol import Judge
 from assertions.suite_format.suites import Suite, load_suite
 from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
+from connectors.files.file_kinds import expecting
 from connectors.targets.spec import parse_target
 from stream.commands.user_error import UserError
 from stream.evalruns.matrix import MatrixRunner
@@ -74,7 +76,8 @@ REPORT_EXTENSIONS = {
 
 def _load_suite(path: str) -> Suite:
     try:
-        return load_suite(path)
+        with expecting(path, FileKind.SUITE):
+            return load_suite(path)
     except InputError as exc:
         raise UserError(str(exc)) from exc
 
@@ -208,7 +211,8 @@ def _load_run(path: str) -> DatasetResult:
     """A dataset run from a file; `MATRIX.json#variant` picks one variant of a matrix run."""
     file, _, variant = path.partition("#")
     try:
-        doc = read_eval_document(Path(file).read_bytes(), file)
+        with expecting(file, FileKind.EVAL_RUN):
+            doc = read_eval_document(Path(file).read_bytes(), file)
     except OSError as exc:
         raise UserError(f"cannot read {file}: {exc.strerror or exc}") from exc
     except InputError as exc:
@@ -639,7 +643,8 @@ def profile_by_name(name: str) -> ThresholdProfile:
 def eval_report_command(document: str, fmt: str, out: str | None) -> None:
     """Render a saved dataset run, matrix run or comparison as md, json, junit or html."""
     try:
-        doc = read_eval_document(Path(document).read_bytes(), document)
+        with expecting(document, FileKind.EVAL_RUN):
+            doc = read_eval_document(Path(document).read_bytes(), document)
     except OSError as exc:
         raise UserError(f"cannot read {document}: {exc.strerror or exc}") from exc
     except InputError as exc:

@@ -19,11 +19,13 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from assertions.errors import InputError
+from assertions.errors import InputError, WrongFileKindError
 from assertions.evalruns.reports import is_eval_run, render_eval_report
+from assertions.file_kinds import FileKind
 from assertions.reports.score_report import FORMATS, render_markdown, render_score_report
 from assertions.scores.run import SCORE_NAMES, ScoreRun, baselines_of
 from connectors.episode_store import EpisodeStoreClient, EpisodeStoreError
+from connectors.files.file_kinds import expecting, raise_if_other_kind
 from stream.commands.user_error import UserError
 from stream.score_sweep import (
     NightlySettings,
@@ -331,19 +333,27 @@ def _nothing_evaluated(run: ScoreRun, settings: ScoreSettings) -> str | None:
 def report(results: str, fmt: str, out: str | None) -> None:
     """Render a results file: of `evalstream score` (kind score-run), or of `eval`, `matrix`
     and `compare` (dataset runs, matrix runs, comparisons)."""
+    readable = (FileKind.SCORE_RUN, FileKind.EVAL_RUN)
     try:
         obj = orjson.loads(Path(results).read_bytes())
     except orjson.JSONDecodeError as exc:
+        try:
+            raise_if_other_kind(results, readable)
+        except WrongFileKindError as wrong:
+            raise UserError(str(wrong)) from exc
         raise UserError(f"{results}: not valid JSON: {exc}") from exc
     try:
         if is_eval_run(obj):
             text = render_eval_report(obj, "md" if fmt == "markdown" else fmt)
         elif fmt in FORMATS:
-            text = render_score_report(obj, fmt)
+            with expecting(results, readable):
+                text = render_score_report(obj, fmt)
         else:
             raise InputError(
                 f"format {fmt!r} is for dataset runs; a score run renders as {' or '.join(FORMATS)}"
             )
+    except WrongFileKindError as exc:
+        raise UserError(str(exc)) from exc
     except InputError as exc:
         raise UserError(f"{results}: {exc}") from exc
     if out:

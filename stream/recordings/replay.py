@@ -23,10 +23,12 @@ from typing import Any, Protocol
 
 from assertions.evaluation.assembly import CloseRules
 from assertions.evaluation.results import EpisodeResult
+from assertions.file_kinds import FileKind
 from assertions.judge.protocol import Judge
 from assertions.reports.check_report import CheckReport, RejectedInput
 from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
+from connectors.files.file_kinds import expecting
 from connectors.files.recording import EpisodeRename, RecordedMessage, RecordingReader
 from connectors.kafka.topic_io import TopicReader, TopicWriter
 from stream.pipeline import DLQ, Envelope, Pipeline, Sink
@@ -78,7 +80,12 @@ class FileSource:
         for path in self.paths:
             with RecordingReader(path) as reader:
                 self._current = reader
-                for n, msg in enumerate(reader, start=1):
+                messages = iter(reader)
+                with expecting(path, FileKind.RECORDING):  # a file of another kind says so
+                    first = next(messages, None)
+                if first is not None:
+                    yield first
+                for n, msg in enumerate(messages, start=2):
                     yield msg
                     if n % YIELD_EVERY == 0:
                         await asyncio.sleep(0)
