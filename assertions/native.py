@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -108,8 +107,10 @@ def _as_dict(value: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
 
 
-class _FromSource(importlib.abc.MetaPathFinder):
-    """Finds the compiled modules' `.py` sources ahead of their extensions."""
+class _FromSource:
+    """Finds the compiled modules' `.py` sources ahead of their extensions (a meta path
+    finder by its `find_spec`; not derived from importlib.abc, which every command would
+    then load)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root

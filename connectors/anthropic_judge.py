@@ -43,10 +43,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import anthropic
-from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from assertions.errors import EvaluationError
@@ -71,6 +69,12 @@ from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.judge.usage import JudgeUsage
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
 from assertions.wire.pricing import PricingTable, Usage, default_pricing
+
+# Importing the SDK takes longer than the rest of an `evalstream check`: it is imported by the
+# first call to the API, so that a run whose suites never ask the judge does not pay for it.
+if TYPE_CHECKING:
+    import anthropic
+    from anthropic.types import Message
 
 __all__ = [
     "AnthropicJudge",
@@ -173,7 +177,7 @@ class JudgeObserver(Protocol):
 
 JudgeStats = JudgeUsage
 
-ClientFactory = Callable[[JudgeSettings], anthropic.AsyncAnthropic]
+ClientFactory = Callable[[JudgeSettings], "anthropic.AsyncAnthropic"]
 Sleep = Callable[[float], Awaitable[None]]
 
 
@@ -183,6 +187,8 @@ def default_client(settings: JudgeSettings) -> anthropic.AsyncAnthropic:
         raise JudgeError(
             "the LLM judge needs an API key: set ANTHROPIC_API_KEY (or JudgeSettings.api_key)"
         )
+    import anthropic  # noqa: PLC0415 - see the imports above
+
     return anthropic.AsyncAnthropic(
         api_key=key,
         base_url=settings.base_url,
@@ -199,6 +205,8 @@ def _http_client(settings: JudgeSettings) -> anthropic.DefaultAsyncHttpxClient |
     event loop. Elsewhere the SDK's default (the platform's trust store)."""
     if sys.platform != "linux":
         return None
+    import anthropic  # noqa: PLC0415 - see the imports above
+
     return anthropic.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=settings.timeout_s)
 
 
@@ -393,6 +401,8 @@ class AnthropicJudge:
         a question waiting out a `retry-after` does not hold back the others. The budget is
         reserved once, when the first slot is granted, so questions queued for a slot hold
         no reservation."""
+        import anthropic  # noqa: PLC0415 - loaded with the client, see the imports above
+
         attempt = 0
         while True:
             try:
@@ -610,6 +620,8 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 def _describe(exc: anthropic.APIError, retries: int) -> str:
+    import anthropic  # noqa: PLC0415 - loaded with the client, see the imports above
+
     after = f" after {retries} retries" if retries else ""
     if isinstance(exc, anthropic.APIStatusError):
         return f"judge call failed{after}: HTTP {exc.status_code}: {exc.message}"

@@ -26,12 +26,14 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
-
 from assertions.errors import EvalstreamError, InputError
+
+# httpx is imported by the client that uses it: scoring episode files never loads it.
+if TYPE_CHECKING:
+    import httpx
 
 JSON = Any
 MAX_PAGE = 500  # the store's largest `limit`
@@ -180,6 +182,8 @@ class EpisodeStoreClient:
         timeout_s: float = 10.0,
         client: httpx.AsyncClient | None = None,
     ) -> None:
+        import httpx  # noqa: PLC0415 - see the imports above
+
         try:
             url = httpx.URL(base_url)
         except (httpx.InvalidURL, TypeError) as exc:
@@ -210,6 +214,8 @@ class EpisodeStoreClient:
             await self._client.aclose()
 
     async def _get(self, path: str, params: Mapping[str, str] | None = None) -> JSON:
+        import httpx  # noqa: PLC0415 - loaded by the constructor already
+
         where = f"{self.base_url}{path}"
         try:
             response = await self._client.get(path, params=params)

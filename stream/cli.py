@@ -7,58 +7,31 @@ input error (printed as one message, no traceback), or input that evaluated noth
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from aiokafka.errors import KafkaError
 
 from assertions.errors import InputError
-from assertions.evaluation.assembly import CloseRules
-from assertions.evaluation.results import Summary
-from assertions.file_kinds import FileKind
-from assertions.judge.protocol import Judge
-from assertions.reports.check_report import render_json, render_junit, render_markdown
-from assertions.scores.stage import load_scoring_settings
-from assertions.suite_format.schema import suite_json_schema
-from assertions.suite_format.suites import Suite, load_suite
-from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
-from connectors.files.file_kinds import expecting
-from connectors.kafka.topics import ensure_topics
-from connectors.otlp_export import MODES as OTLP_MODES
-from connectors.otlp_export import ExportStats
 from stream.commands import register_all
-from stream.commands.gateway import embedded_gateway_settings
+from stream.commands.otlp_options import ENDPOINT_HELP, MODE_HELP, OTLP_MODES, otlp_options
 from stream.commands.user_error import UserError
-from stream.console.check_table import print_table
-from stream.console.consoles import output_console
-from stream.console.load_warnings import show_warnings_plainly
-from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
-from stream.embedded import run_embedded, serve_metrics
-from stream.evaluation_export import (
-    ENDPOINT_HELP,
-    MODE_HELP,
-    EvaluationExport,
-    cli_export_settings,
-    export_settings,
-    otlp_options,
-)
-from stream.judge import judge_from
-from stream.offline import check_files
-from stream.settings import (
-    COMPACTED_TOPICS,
-    LOG_APPEND_TIME_TOPICS,
-    TOPIC_NAMES,
-    WorkerSettings,
-    load_settings,
-)
-from stream.telemetry.metrics import PipelineMetrics
+
+# Each command imports what it runs inside its handler: `--help` and the light commands start
+# without the engine, Kafka, the judge's client or Prometheus (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from assertions.evaluation.assembly import CloseRules
+    from assertions.judge.protocol import Judge
+    from assertions.suite_format.suites import Suite
+    from assertions.wire.pricing import PricingTable
+    from connectors.otlp_export import ExportStats
+    from stream.settings import WorkerSettings
+    from stream.telemetry.metrics import PipelineMetrics
 
 FORMATS = ("table", "json", "markdown", "junit")
 JUDGE_HELP = (
@@ -72,6 +45,8 @@ ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a li
 @click.version_option(package_name="evalstream")
 def cli() -> None:
     """Continuous evaluation of AI agents from the signals they emit."""
+    from stream.console.load_warnings import show_warnings_plainly
+
     show_warnings_plainly()
 
 
@@ -135,6 +110,8 @@ class Loaded:
 
     def judge(self, metrics: PipelineMetrics | None = None) -> Judge | None:
         """The judge of `llm.judge` (stream.judge.judge_from); a bad --judge is a UserError."""
+        from stream.judge import judge_from
+
         try:
             return judge_from(self.judge_spec, metrics, pricing=self.pricing)
         except InputError as exc:
@@ -144,6 +121,10 @@ class Loaded:
 def suite_file(path: str) -> Suite:
     """A suite; a file of another kind (signals, a store export...) says which command reads
     it instead of listing the suite fields it lacks."""
+    from assertions.file_kinds import FileKind
+    from assertions.suite_format.suites import load_suite
+    from connectors.files.file_kinds import expecting
+
     with expecting(path, FileKind.SUITE):
         return load_suite(path)
 
@@ -157,6 +138,9 @@ def load_common(
     reorder_ms: float,
     judge_spec: str | None = None,
 ) -> Loaded:
+    from assertions.evaluation.assembly import CloseRules
+    from assertions.wire.pricing import default_pricing, load_pricing
+
     try:
         return Loaded(
             suites=[suite_file(path) for path in suites],
@@ -202,6 +186,12 @@ def check(
     **common: Any,
 ) -> None:
     """Evaluate recorded signals (JSONL files, `-` for stdin) against suites."""
+    from assertions.reports.check_report import render_json, render_junit, render_markdown
+    from stream.console.check_table import print_table
+    from stream.console.consoles import output_console
+    from stream.evaluation_export import EvaluationExport, cli_export_settings
+    from stream.offline import check_files
+
     loaded = load_common(suites, **common)
     otlp = cli_export_settings(otlp_endpoint, otlp_mode)
     export = EvaluationExport(otlp) if otlp is not None else None
@@ -304,11 +294,22 @@ def up(
     SOURCES are JSONL files, or `-` for standard input (the default without --gateway-port).
     With --kafka, run the worker on that broker instead (same stages, same results).
     """
+    import asyncio
+
+    from assertions.evaluation.results import Summary
+    from assertions.scores.stage import load_scoring_settings
+    from stream.commands.gateway import embedded_gateway_settings
+    from stream.console.consoles import output_console
+    from stream.embedded import run_embedded, serve_metrics
+    from stream.telemetry.metrics import PipelineMetrics
+
     loaded = load_common(suites, **common)
     try:
         scoring_settings = load_scoring_settings(scoring) if scoring else None
     except InputError as exc:
         raise UserError(str(exc)) from exc
+    from stream.evaluation_export import cli_export_settings
+
     otlp = cli_export_settings(otlp_endpoint, otlp_mode)
     if kafka:
         if out is not None:
@@ -386,6 +387,10 @@ def up_on_kafka(
     otlp: tuple[str | None, str | None] | None = None,
 ) -> None:
     """`up --kafka`: publish the given files to the signals topic, then run the worker."""
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+
     if loaded.judge_spec is not None:
         raise UserError("--judge does not reach the Kafka worker: it uses ANTHROPIC_API_KEY")
     rules = loaded.rules
@@ -408,7 +413,7 @@ def up_on_kafka(
     if len(files) != len(sources):
         raise UserError("--kafka reads files, not stdin: publish stdin with kcat or the gateway")
     if files:
-        from connectors.kafka.publish import publish_jsonl_files  # noqa: PLC0415
+        from connectors.kafka.publish import publish_jsonl_files
 
         try:
             count = asyncio.run(
@@ -425,7 +430,7 @@ def up_on_kafka(
         except KafkaError as exc:
             raise UserError(f"cannot reach Kafka at {settings.broker}: {exc}") from exc
         click.echo(f"published {count} signals to {settings.topic('signals')}", err=True)
-    from stream.kafka_worker.app import run_worker  # noqa: PLC0415 - imports faust, only with --kafka
+    from stream.kafka_worker.app import run_worker  # imports faust: only with --kafka
 
     try:
         run_worker(settings, loaded.suites, pricing=loaded.pricing)
@@ -447,6 +452,8 @@ def _report_export(stats: ExportStats) -> None:
 @click.option("--out", "-o", type=click.Path(dir_okay=False, writable=True))
 def schema(out: str | None) -> None:
     """Print the JSON Schema of the suite format (for editors)."""
+    from assertions.suite_format.schema import suite_json_schema
+
     text = json.dumps(suite_json_schema(), indent=2) + "\n"
     if out:
         Path(out).write_text(text, encoding="utf-8")
@@ -475,6 +482,8 @@ def worker_options(func: Callable[..., None]) -> Callable[..., None]:
 
 
 def settings_from(config_file: str | None, **overrides: Any) -> WorkerSettings:
+    from stream.settings import load_settings
+
     try:
         return load_settings(config_file, os.environ, overrides)
     except InputError as exc:
@@ -485,6 +494,13 @@ def settings_from(config_file: str | None, **overrides: Any) -> WorkerSettings:
 @worker_options
 def topics(config_file: str | None, **overrides: Any) -> None:
     """Create evalstream's topics with the configured partition count (idempotent)."""
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+
+    from connectors.kafka.topics import ensure_topics
+    from stream.settings import COMPACTED_TOPICS, LOG_APPEND_TIME_TOPICS, TOPIC_NAMES
+
     settings = settings_from(config_file, **overrides)
     names = [settings.topic(n) for n in TOPIC_NAMES]
     try:
@@ -533,6 +549,10 @@ def worker(
     config_file: str | None, suites: tuple[str, ...], loglevel: str, **overrides: Any
 ) -> None:
     """Run the Kafka worker: evaluate the signals topic, publish verdicts and episodes."""
+    from assertions.scores.stage import load_scoring_settings
+    from assertions.wire.pricing import load_pricing
+    from stream.evaluation_export import export_settings
+
     settings = settings_from(config_file, suites=list(suites) or None, **overrides)
     if not settings.suites:
         raise UserError("no suites: pass --suite FILE or set EVALSTREAM_SUITES")
@@ -543,7 +563,7 @@ def worker(
         export_settings(settings.otlp_endpoint, settings.otlp_mode, os.environ)
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    from stream.kafka_worker.app import run_worker  # noqa: PLC0415 - imports faust, only for this command
+    from stream.kafka_worker.app import run_worker  # imports faust: only for this command
 
     try:
         run_worker(settings, loaded, pricing=pricing, loglevel=loglevel)
@@ -557,6 +577,8 @@ def worker(
 )
 def dev_kafka(port: int | None) -> None:
     """Run a real single-node Kafka broker (assembled from Maven Central) until Ctrl-C."""
+    from stream.dev_kafka import KafkaLauncherError, run_dev_kafka
+
     try:
         sys.exit(run_dev_kafka(port))
     except KafkaLauncherError as exc:

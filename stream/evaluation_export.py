@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import click
-
 from assertions.errors import InputError
 from connectors.evaluation_events import episode_events, verdict_event
 from connectors.otlp_export import (
@@ -34,16 +32,6 @@ from stream.telemetry.metrics import PipelineMetrics
 JSON = Any
 log = logging.getLogger(__name__)
 OUTCOMES = ("sent", "dropped", "failed")
-ENDPOINT_HELP = (
-    "Also export verdicts and scores as OpenTelemetry `gen_ai.evaluation.result` events to "
-    "this OTLP/HTTP endpoint (a base URL, /v1/logs or /v1/traces appended, or the full URL); "
-    "OTEL_EXPORTER_OTLP_* settings apply, this flag wins over their endpoint."
-)
-MODE_HELP = (
-    "logs: OTLP log records (the conventions' events); spans: zero-duration child spans of "
-    "the evaluated spans, for backends that only take traces (Phoenix, Langfuse). Giving "
-    "only the mode exports to the OTEL_EXPORTER_OTLP_* endpoint. [default: logs]"
-)
 
 
 def export_settings(
@@ -63,12 +51,6 @@ def evaluation_export(
     None without either."""
     settings = export_settings(endpoint, mode, os.environ)
     return EvaluationExport(settings, metrics) if settings is not None else None
-
-
-def otlp_options(func: Callable[..., None]) -> Callable[..., None]:
-    """`--otlp-endpoint URL` and `--otlp-mode logs|spans`."""
-    func = click.option("--otlp-mode", type=click.Choice(MODES), help=MODE_HELP)(func)
-    return click.option("--otlp-endpoint", metavar="URL", help=ENDPOINT_HELP)(func)
 
 
 def cli_export_settings(endpoint: str | None, mode: str | None) -> OtlpExportSettings | None:

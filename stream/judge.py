@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from assertions.errors import InputError
 from assertions.judge.budget import WINDOWS
-from assertions.judge.protocol import Judge
-from assertions.wire.pricing import PricingTable
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
-from connectors.targets.python_callable import load_callable
-from stream.telemetry.metrics import PipelineMetrics
+
+if TYPE_CHECKING:
+    from assertions.judge.protocol import Judge
+    from assertions.wire.pricing import PricingTable
+    from stream.telemetry.metrics import PipelineMetrics
 
 
 class PrometheusJudgeObserver:
@@ -86,6 +88,8 @@ def judge_from(
     the environment configures (ANTHROPIC_API_KEY), else None. A bad spec is an InputError."""
     if spec is None:
         return make_judge(metrics, pricing=pricing, env=env)
+    from connectors.targets.python_callable import load_callable  # noqa: PLC0415 - only here
+
     try:
         factory = load_callable(spec)
     except InputError as exc:

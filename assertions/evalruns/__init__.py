@@ -1,12 +1,31 @@
 """Dataset runs' pure half: case selection, results, aggregates, pass@k / pass^k, threshold
-profiles, compare(), matrix ranking and the reports. The runner lives in `stream.evalruns`."""
+profiles, compare(), matrix ranking and the reports. The runner lives in `stream.evalruns`.
 
-from assertions.evalruns.compare import CompareOptions, Comparison, compare
-from assertions.evalruns.matrix import MatrixResult, VariantResult, matrix_result
-from assertions.evalruns.models import CaseResult, DatasetResult, SampleResult
-from assertions.evalruns.profiles import PROFILES, check_profile, profile
-from assertions.evalruns.reports import is_eval_run, load_eval_document, render_eval_report
-from assertions.evalruns.selection import select_cases
+The names in `__all__` are imported on first use, so that a light module of the package
+(`choices`) does not load the run models."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from assertions.evalruns.compare import CompareOptions, Comparison, compare
+    from assertions.evalruns.matrix import MatrixResult, VariantResult, matrix_result
+    from assertions.evalruns.models import CaseResult, DatasetResult, SampleResult
+    from assertions.evalruns.profiles import PROFILES, check_profile, profile
+    from assertions.evalruns.reports import is_eval_run, load_eval_document, render_eval_report
+    from assertions.evalruns.selection import select_cases
+
+_HOMES = {
+    "assertions.evalruns.compare": ("CompareOptions", "Comparison", "compare"),
+    "assertions.evalruns.matrix": ("MatrixResult", "VariantResult", "matrix_result"),
+    "assertions.evalruns.models": ("CaseResult", "DatasetResult", "SampleResult"),
+    "assertions.evalruns.profiles": ("PROFILES", "check_profile", "profile"),
+    "assertions.evalruns.reports": ("is_eval_run", "load_eval_document", "render_eval_report"),
+    "assertions.evalruns.selection": ("select_cases",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "PROFILES",
@@ -26,3 +45,17 @@ __all__ = [
     "render_eval_report",
     "select_cases",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The public names, imported from their modules on first use (PEP 562)."""
+    home = _HOME_OF.get(name)
+    if home is None:
+        raise AttributeError(f"module 'assertions.evalruns' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

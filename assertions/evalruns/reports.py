@@ -13,6 +13,7 @@ import orjson
 from pydantic import ValidationError
 
 from assertions.errors import InputError
+from assertions.evalruns.choices import REPORT_FORMATS
 from assertions.evalruns.compare import COMPARISON, Comparison
 from assertions.evalruns.matrix import MATRIX_RUN, MatrixResult
 from assertions.evalruns.models import DATASET_RUN, DatasetResult
@@ -32,7 +33,7 @@ KINDS: dict[str, type[DatasetResult] | type[MatrixResult] | type[Comparison]] = 
     MATRIX_RUN: MatrixResult,
     COMPARISON: Comparison,
 }
-FORMATS = ("md", "json", "junit", "html")
+FORMATS = REPORT_FORMATS
 
 
 def is_eval_run(obj: object) -> bool:

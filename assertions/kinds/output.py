@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-import jsonschema
 import orjson
 from pydantic import Field, field_validator, model_validator
 
@@ -73,6 +72,8 @@ class OutputJson(AssertionSpec):
     @field_validator("schema_")
     @classmethod
     def _valid_schema(cls, value: dict[str, JSON]) -> dict[str, JSON]:
+        import jsonschema  # noqa: PLC0415 - loaded only by suites that use output.json
+
         try:
             jsonschema.Draft202012Validator.check_schema(value)
         except jsonschema.SchemaError as exc:
@@ -155,6 +156,8 @@ def check_json(spec: OutputJson, output: str | None) -> Outcome:
     ok, value = parse_json_output(output)
     if not ok:
         return Outcome.failed(f"output is not JSON: {short(output, 120)}")
+    import jsonschema  # noqa: PLC0415 - loaded only by suites that use output.json
+
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(spec.schema_).iter_errors(value)
     )

@@ -2,6 +2,8 @@
 
 Each module exposes `register(group)`, which adds its commands to the `evalstream` group.
 Keeping them apart lets `stream/cli.py` stay small and each capability own its options.
+`evalstream --help` imports every one of them, so each imports only click and light
+declarations at module level and leaves the rest to its handlers (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations

@@ -8,19 +8,16 @@ recording or JSONL; evaluated with --suite as `check` does).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import orjson
 
 from assertions.errors import InputError
-from assertions.reports.episode_timeline import EpisodeEvidence, assemble_timeline, render_text
 from stream.commands.user_error import UserError
-from stream.episode_drilldown import evidence_from_files, evidence_from_kafka
-from stream.recordings.record import parse_time
+
+if TYPE_CHECKING:
+    from assertions.reports.episode_timeline import EpisodeEvidence
 
 
 @click.command("episode")
@@ -74,6 +71,10 @@ def episode(
 
     Without FILES it reads the deployment's topics; every instance of a reopened id is shown,
     newest last. Exit 0 when found, 2 when not (the message says where it looked)."""
+    import orjson
+
+    from assertions.reports.episode_timeline import assemble_timeline, render_text
+
     if files:
         evidence = _from_files(episode_id, files, evaluation)
     elif evaluation["suites"]:
@@ -102,7 +103,8 @@ def episode(
 def _from_files(
     episode_id: str, files: tuple[str, ...], evaluation: dict[str, Any]
 ) -> EpisodeEvidence:
-    from stream.cli import load_common  # noqa: PLC0415 - stream.cli imports this module
+    from stream.cli import load_common  # stream.cli imports this module
+    from stream.episode_drilldown import evidence_from_files
 
     suites: tuple[str, ...] = evaluation.pop("suites")
     loaded = load_common(suites, judge_spec=None, **evaluation)
@@ -131,7 +133,12 @@ def _from_kafka(
     broker: str | None,
     topic_prefix: str | None,
 ) -> EpisodeEvidence:
-    from stream.cli import settings_from  # noqa: PLC0415 - stream.cli imports this module
+    import asyncio
+    import logging
+
+    from stream.cli import settings_from  # stream.cli imports this module
+    from stream.episode_drilldown import evidence_from_kafka
+    from stream.recordings.record import parse_time
 
     settings = settings_from(config_file, broker=broker, topic_prefix=topic_prefix)
     # The command reports an unreachable broker itself, once; aiokafka would log each retry.

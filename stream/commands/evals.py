@@ -8,56 +8,30 @@ different datasets compared included); 130 interrupted (Ctrl-C) after saving wha
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import yaml
 
 from assertions.errors import InputError
-from assertions.evalruns.compare import (
-    CompareOptions,
-    Comparison,
-    DatasetMismatchError,
-    FailOn,
-    compare,
-)
-from assertions.evalruns.matrix import MatrixResult
-from assertions.evalruns.models import DatasetResult
-from assertions.evalruns.profiles import (
-    PROFILES,
-    PassHat,
-    ProfileCheck,
-    ThresholdProfile,
-    check_profile,
-    profile,
-)
-from assertions.evalruns.reports import (
-    FORMATS,
-    EvalDocument,
-    dump_document,
-    read_eval_document,
-    render_eval_report,
-)
-from assertions.evalruns.summaries import pct
-from assertions.evalruns.variants import load_variants
-from assertions.file_kinds import FileKind
-from assertions.judge.protocol import Judge
-from assertions.suite_format.suites import Suite, load_suite
-from assertions.wire.pricing import PricingTable, default_pricing, load_pricing
-from connectors.files.file_kinds import expecting
-from connectors.targets.spec import parse_target
+from assertions.evalruns.choices import PROFILE_NAMES, REPORT_FORMATS
 from stream.commands.user_error import UserError
-from stream.evalruns.matrix import MatrixRunner
-from stream.evalruns.progress import RichProgress
-from stream.evalruns.runner import DatasetRunner, RunSettings
-from stream.judge import judge_from
-from stream.offline import judge_usage
+
+# The handlers import the run models, runners and judge when they run: `--help` stays light.
+if TYPE_CHECKING:
+    from assertions.evalruns.compare import CompareOptions, Comparison, FailOn
+    from assertions.evalruns.models import DatasetResult
+    from assertions.evalruns.profiles import PassHat, ProfileCheck, ThresholdProfile
+    from assertions.evalruns.reports import EvalDocument
+    from assertions.judge.protocol import Judge
+    from assertions.suite_format.suites import Suite
+    from assertions.wire.pricing import PricingTable
+    from stream.evalruns.matrix import MatrixRunner
+    from stream.evalruns.progress import RichProgress
+    from stream.evalruns.runner import DatasetRunner, RunSettings
 
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130
@@ -75,6 +49,10 @@ REPORT_EXTENSIONS = {
 
 
 def _load_suite(path: str) -> Suite:
+    from assertions.file_kinds import FileKind
+    from assertions.suite_format.suites import load_suite
+    from connectors.files.file_kinds import expecting
+
     try:
         with expecting(path, FileKind.SUITE):
             return load_suite(path)
@@ -83,6 +61,8 @@ def _load_suite(path: str) -> Suite:
 
 
 def _pricing(path: str | None) -> PricingTable:
+    from assertions.wire.pricing import default_pricing, load_pricing
+
     try:
         return load_pricing(Path(path)) if path else default_pricing()
     except InputError as exc:
@@ -91,6 +71,8 @@ def _pricing(path: str | None) -> PricingTable:
 
 def _judge(spec: str | None, pricing: PricingTable) -> Judge | None:
     """`--judge module:factory`, else the Anthropic judge of the environment, else none."""
+    from stream.judge import judge_from
+
     try:
         return judge_from(spec, pricing=pricing)
     except InputError as exc:
@@ -98,6 +80,8 @@ def _judge(spec: str | None, pricing: PricingTable) -> Judge | None:
 
 
 def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
+    import yaml
+
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
@@ -109,6 +93,8 @@ def _config(pairs: tuple[str, ...]) -> dict[str, Any]:
 
 def _echo_judge_usage(judge: Judge | None) -> None:
     """The judge's spend and prompt-cache saving, when it keeps them and was asked."""
+    from stream.offline import judge_usage
+
     usage = judge_usage(judge)
     if usage is not None:
         click.echo(usage.summary())
@@ -125,6 +111,8 @@ def _report_format(path: str) -> str:
 
 
 def _write_outputs(doc: EvalDocument, out: str | None, reports: tuple[str, ...]) -> None:
+    from assertions.evalruns.reports import dump_document, render_eval_report
+
     if out:
         Path(out).write_bytes(dump_document(doc))
     for path in reports:
@@ -148,6 +136,8 @@ def _exit(code: int, results: list[DatasetResult]) -> None:
 def _run_interruptibly(make: Callable[[], Awaitable[T]], interrupt: Callable[[], None]) -> T:
     """Run a coroutine; the first Ctrl-C calls `interrupt` (the run then finishes early and
     returns what it has) instead of killing the process."""
+    import asyncio
+    import signal
 
     async def main() -> T:
         loop = asyncio.get_running_loop()
@@ -161,6 +151,8 @@ def _run_interruptibly(make: Callable[[], Awaitable[T]], interrupt: Callable[[],
 
 
 def _progress(enabled: bool) -> RichProgress | None:
+    from stream.evalruns.progress import RichProgress
+
     return RichProgress() if enabled else None
 
 
@@ -182,6 +174,8 @@ def _prepare(
 
 
 def _settings(**kwargs: Any) -> RunSettings:
+    from stream.evalruns.runner import RunSettings
+
     try:
         return RunSettings(**kwargs)
     except ValueError as exc:
@@ -189,6 +183,8 @@ def _settings(**kwargs: Any) -> RunSettings:
 
 
 def _summary_line(r: DatasetResult) -> str:
+    from assertions.evalruns.summaries import pct
+
     a = r.aggregate_metrics
     return (
         f"{r.name}: {r.passed_cases}/{r.evaluated_cases} cases passed (pass rate "
@@ -209,6 +205,12 @@ def _profile_lines(check: ProfileCheck) -> list[str]:
 
 def _load_run(path: str) -> DatasetResult:
     """A dataset run from a file; `MATRIX.json#variant` picks one variant of a matrix run."""
+    from assertions.evalruns.compare import Comparison
+    from assertions.evalruns.matrix import MatrixResult
+    from assertions.evalruns.reports import read_eval_document
+    from assertions.file_kinds import FileKind
+    from connectors.files.file_kinds import expecting
+
     file, _, variant = path.partition("#")
     try:
         with expecting(file, FileKind.EVAL_RUN):
@@ -335,7 +337,7 @@ def register(group: click.Group) -> None:
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Save the run as JSON here.")
 @click.option(
     "--profile",
-    type=click.Choice(list(PROFILES)),
+    type=click.Choice(PROFILE_NAMES),
     help="Gate on the eval-harness thresholds instead of 'every case passed'.",
 )
 @click.option(
@@ -378,6 +380,11 @@ def eval_command(
 ) -> None:
     """Run DATASET's cases against a target and evaluate them (the signal-native spec
     runDataset)."""
+    from assertions.evalruns.compare import CompareOptions
+    from assertions.evalruns.profiles import PROFILES, check_profile
+    from connectors.targets.spec import parse_target
+    from stream.evalruns.runner import DatasetRunner
+
     suite, settings = _prepare(dataset, reports, no_signals, run)
     base = _load_run(baseline) if baseline else None
     costs = _pricing(pricing)
@@ -478,6 +485,11 @@ def matrix_command(
 ) -> None:
     """Run DATASET once per variant; rank them and recommend one (the signal-native spec
     runMatrix)."""
+    from assertions.evalruns.compare import CompareOptions
+    from assertions.evalruns.matrix import MatrixResult
+    from assertions.evalruns.variants import load_variants
+    from stream.evalruns.matrix import MatrixRunner
+
     suite, settings = _prepare(dataset, reports, no_signals, run)
     costs = _pricing(pricing)
     try:
@@ -534,7 +546,7 @@ def matrix_command(
 )
 @click.option(
     "--profile",
-    type=click.Choice(list(PROFILES)),
+    type=click.Choice(PROFILE_NAMES),
     help="Also require the candidate to meet this threshold profile.",
 )
 @click.option(
@@ -596,6 +608,10 @@ def compare_command(
     statistical support when repeated), a significant pass-rate drop, a failed --profile,
     baseline cases the candidate did not evaluate (unless --allow-removed), or with --fail-on
     warning also metric degradations. Exit 2 when the runs are of different datasets."""
+    from assertions.evalruns.compare import CompareOptions
+    from assertions.evalruns.profiles import check_profile
+    from assertions.evalruns.reports import render_eval_report
+
     for path in reports:
         _report_format(path)
     if not 0.0 < confidence < 1.0:
@@ -623,6 +639,8 @@ def compare_command(
 def _compare(
     base: DatasetResult, cand: DatasetResult, options: CompareOptions, check: ProfileCheck | None
 ) -> Comparison:
+    from assertions.evalruns.compare import DatasetMismatchError, compare
+
     try:
         return compare(base, cand, options, profile_check=check)
     except DatasetMismatchError as exc:
@@ -630,6 +648,8 @@ def _compare(
 
 
 def profile_by_name(name: str) -> ThresholdProfile:
+    from assertions.evalruns.profiles import profile
+
     try:
         return profile(name)
     except InputError as exc:
@@ -638,10 +658,16 @@ def profile_by_name(name: str) -> ThresholdProfile:
 
 @click.command("eval-report")
 @click.argument("document", type=click.Path(dir_okay=False))
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="md", show_default=True)
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(REPORT_FORMATS), default="md", show_default=True
+)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 def eval_report_command(document: str, fmt: str, out: str | None) -> None:
     """Render a saved dataset run, matrix run or comparison as md, json, junit or html."""
+    from assertions.evalruns.reports import read_eval_document, render_eval_report
+    from assertions.file_kinds import FileKind
+    from connectors.files.file_kinds import expecting
+
     try:
         with expecting(document, FileKind.EVAL_RUN):
             doc = read_eval_document(Path(document).read_bytes(), document)

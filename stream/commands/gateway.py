@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def embedded_gateway_settings(port: int) -> GatewaySettings:
     """Settings of the gateway inside `evalstream up`: anonymous unless tokens are set."""
-    from connectors.gateway import load_gateway_settings  # noqa: PLC0415 - see the docstring
+    from connectors.gateway import load_gateway_settings  # see the docstring
 
     try:
         settings = load_gateway_settings(None, os.environ, {"port": port})
@@ -65,9 +65,9 @@ def register(group: click.Group) -> None:
         """Serve the HTTP gateway: ingest API, OTLP traces, Anthropic recording proxy.
 
         Every accepted request was acknowledged by Kafka (acks=all) before the answer."""
-        import uvicorn  # noqa: PLC0415 - only this command serves HTTP
+        import uvicorn  # only this command serves HTTP
 
-        from connectors.gateway import (  # noqa: PLC0415 - see the module docstring
+        from connectors.gateway import (  # see the module docstring
             KafkaPublisher,
             create_gateway_app,
             load_gateway_settings,
@@ -108,7 +108,7 @@ def register(group: click.Group) -> None:
         """Make a new random token for TENANT; prints the token and its tokens-file line.
 
         Give the token to the tenant; put only the hash in the gateway's tokens file."""
-        from connectors.gateway.auth import TENANT_RE, new_token, stored_form  # noqa: PLC0415
+        from connectors.gateway.auth import TENANT_RE, new_token, stored_form
 
         if not TENANT_RE.match(tenant):
             raise UserError(

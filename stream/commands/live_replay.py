@@ -38,7 +38,7 @@ def run_live(
     out: str | None,
     evaluation: dict[str, Any],
 ) -> None:
-    from stream.cli import load_common  # noqa: PLC0415
+    from stream.cli import load_common
 
     if not base_url:
         raise UserError(
@@ -82,7 +82,7 @@ def run_live(
     except InputError as exc:
         raise UserError(str(exc)) from exc
     if fmt == "json":
-        import orjson  # noqa: PLC0415
+        import orjson
 
         text = orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n"
         if out:

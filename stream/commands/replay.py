@@ -9,42 +9,25 @@ replay:  recordings or a topic slice into `check` (a report), `embedded` (live r
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from aiokafka.errors import KafkaError
-from rich.console import Console
 
 from assertions.errors import InputError
-from connectors.files.recording import EpisodeRename
-from connectors.kafka.topic_io import TopicReader, TopicSlice, TopicWriter
-from connectors.otlp_export import OtlpExportSettings
-from stream.commands.broker import broker_address
+from stream.commands.otlp_options import otlp_options
 from stream.commands.user_error import UserError
-from stream.console.consoles import output_console
-from stream.evaluation_export import EvaluationExport, cli_export_settings, otlp_options
-from stream.jsonl_records import STDOUT, JsonlRecords
-from stream.pipeline import Sink
-from stream.recordings.record import (
-    parse_offsets,
-    parse_time,
-    progress_bar,
-    record_topic,
-    stop_on_signals,
-)
-from stream.recordings.replay import (
-    FileSource,
-    Pacer,
-    PipelineTarget,
-    Source,
-    TopicSource,
-    TopicTarget,
-    replay,
-)
+
+# The handlers import Kafka, the pipeline and the console when they run: `--help` stays light.
+if TYPE_CHECKING:
+    from connectors.files.recording import EpisodeRename
+    from connectors.kafka.topic_io import TopicSlice
+    from connectors.otlp_export import OtlpExportSettings
+    from stream.evaluation_export import EvaluationExport
+    from stream.jsonl_records import JsonlRecords
+    from stream.recordings.replay import Pacer, PipelineTarget, TopicTarget
 
 INTERRUPTED = 130
 FORMATS = ("table", "json", "markdown", "junit")
@@ -87,6 +70,9 @@ def _slice(
     partitions: tuple[int, ...],
     follow: bool = False,
 ) -> TopicSlice:
+    from connectors.kafka.topic_io import TopicSlice
+    from stream.recordings.record import parse_offsets, parse_time
+
     if follow and to_time:
         raise UserError("--follow reads until Ctrl-C; it cannot be combined with --to-time")
     try:
@@ -134,6 +120,14 @@ def record(
 
     Without --to-time or --follow it stops at the end offsets seen at start. Ctrl-C stops
     cleanly: the file holds every message read so far and is valid."""
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+    from rich.console import Console
+
+    from stream.commands.broker import broker_address
+    from stream.recordings.record import record_topic
+
     bootstrap = broker_address(broker)
     slice_ = _slice(
         topic=topic,
@@ -295,6 +289,14 @@ def replay_command(
     """Replay RECORDINGS (or --from-topic with a slice) with the current suites.
 
     Episode ids can be rewritten so a replay never merges with live episodes."""
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+
+    from connectors.files.recording import EpisodeRename
+    from stream.jsonl_records import STDOUT
+    from stream.recordings.replay import Pacer
+
     if bool(recordings) == bool(from_topic):
         raise UserError("give recording files or --from-topic TOPIC (exactly one of them)")
     if speed is not None and speed <= 0:
@@ -310,7 +312,7 @@ def replay_command(
             partitions=partitions,
         )
     if mode == "live":
-        from stream.commands.live_replay import run_live  # noqa: PLC0415 - live mode only
+        from stream.commands.live_replay import run_live  # live mode only
 
         run_live(
             recordings=recordings,
@@ -332,15 +334,7 @@ def replay_command(
     if into == "topic":
         if not to_topic:
             raise UserError("--into topic needs --topic NAME (the topic to produce to)")
-        bootstrap = broker_address(broker)
-        target: Any = TopicTarget(
-            TopicWriter(
-                bootstrap,
-                to_topic,
-                keep_timestamps=timestamps == "original",
-                keep_partitions=keep_partitions,
-            )
-        )
+        target: Any = _topic_target(broker, to_topic, timestamps, keep_partitions)
     else:
         if not evaluation["suites"]:
             raise UserError(f"--into {into} evaluates: pass --suite FILE (repeatable)")
@@ -349,7 +343,6 @@ def replay_command(
         target, records, export = _pipeline_target(
             into, evaluation, metrics_port, metrics_host, records_out, otlp=otlp
         )
-    console = Console(stderr=True)
     try:
         summary = asyncio.run(
             _run(
@@ -359,7 +352,6 @@ def replay_command(
                 target=target,
                 rename=rename,
                 pacer=Pacer(speed),
-                console=console,
             )
         )
     except InputError as exc:
@@ -368,11 +360,27 @@ def replay_command(
         raise UserError(f"Kafka error: {exc}") from exc
     finally:
         _close_outputs(records, export)
-    stopped = " (stopped by signal)" if summary.interrupted else ""
     where = f"topic {to_topic}" if into == "topic" else into
+    _finish(summary, target, where, fmt, out, records=records, allow_empty=allow_empty)
+
+
+def _finish(
+    summary: Any,
+    target: Any,
+    where: str,
+    fmt: str,
+    out: str | None,
+    *,
+    records: JsonlRecords | None,
+    allow_empty: bool,
+) -> None:
+    """What was replayed, the report of an evaluating target, and the exit code."""
+    from stream.recordings.replay import PipelineTarget
+
+    stopped = " (stopped by signal)" if summary.interrupted else ""
     click.echo(f"replayed {summary.sent} messages into {where}{stopped}", err=True)
     if isinstance(target, PipelineTarget):
-        _print_report(target, into, fmt, out, to_stderr=records is not None and records.to_stdout)
+        _print_report(target, where, fmt, out, to_stderr=records is not None and records.to_stdout)
     if summary.interrupted:
         sys.exit(INTERRUPTED)
     if isinstance(target, PipelineTarget):
@@ -385,6 +393,8 @@ def replay_command(
 def _export_settings(
     endpoint: str | None, otlp_mode: str | None, mode: str, into: str
 ) -> OtlpExportSettings | None:
+    from stream.evaluation_export import cli_export_settings
+
     otlp = cli_export_settings(endpoint, otlp_mode)
     if otlp is not None and (mode == "live" or into == "topic"):
         raise UserError(
@@ -393,6 +403,23 @@ def _export_settings(
             "--otlp-endpoint)"
         )
     return otlp
+
+
+def _topic_target(
+    broker: str | None, topic: str, timestamps: str, keep_partitions: bool
+) -> TopicTarget:
+    from connectors.kafka.topic_io import TopicWriter
+    from stream.commands.broker import broker_address
+    from stream.recordings.replay import TopicTarget
+
+    return TopicTarget(
+        TopicWriter(
+            broker_address(broker),
+            topic,
+            keep_timestamps=timestamps == "original",
+            keep_partitions=keep_partitions,
+        )
+    )
 
 
 def _close_outputs(records: JsonlRecords | None, export: EvaluationExport | None) -> None:
@@ -419,9 +446,14 @@ def _pipeline_target(
 ) -> tuple[PipelineTarget, JsonlRecords | None, EvaluationExport | None]:
     """The pipeline in process; for `embedded`, printing as results come (and writing the
     records to `records_out`); with `otlp`, exporting verdicts and scores."""
-    from stream.cli import load_common  # noqa: PLC0415 - stream.cli imports this module
-    from stream.embedded import ConsoleSink, EmbeddedRun, serve_metrics  # noqa: PLC0415
-    from stream.telemetry.metrics import PipelineMetrics  # noqa: PLC0415
+    from stream.cli import load_common  # stream.cli imports this module
+    from stream.console.consoles import output_console
+    from stream.embedded import ConsoleSink, EmbeddedRun, serve_metrics
+    from stream.evaluation_export import EvaluationExport
+    from stream.jsonl_records import STDOUT, JsonlRecords
+    from stream.pipeline import Sink
+    from stream.recordings.replay import PipelineTarget
+    from stream.telemetry.metrics import PipelineMetrics
 
     loaded = load_common(**evaluation)
     metrics = PipelineMetrics(process=into == "embedded")
@@ -466,8 +498,17 @@ async def _run(
     target: Any,
     rename: EpisodeRename,
     pacer: Pacer,
-    console: Console,
 ) -> Any:
+    """Sends the source to the target with a progress bar on stderr."""
+    import asyncio
+
+    from rich.console import Console
+
+    from connectors.kafka.topic_io import TopicReader
+    from stream.commands.broker import broker_address
+    from stream.recordings.record import progress_bar, stop_on_signals
+    from stream.recordings.replay import FileSource, Source, TopicSource, replay
+
     source: Source
     if topic_slice is not None:
         reader = TopicReader(broker_address(broker), topic_slice)
@@ -478,7 +519,7 @@ async def _run(
     halt = asyncio.Event()
     with (
         stop_on_signals(halt),
-        progress_bar(console, source.total, f"replaying ({source.unit})") as progress,
+        progress_bar(Console(stderr=True), source.total, f"replaying ({source.unit})") as progress,
     ):
         task = progress.add_task("replay", total=source.total)
         return await replay(
@@ -495,12 +536,13 @@ def _print_report(
     target: PipelineTarget, into: str, fmt: str, out: str | None, *, to_stderr: bool
 ) -> None:
     """The report after the replay; `to_stderr`: stdout holds the records."""
-    from assertions.reports.check_report import (  # noqa: PLC0415
+    from assertions.reports.check_report import (
         render_json,
         render_junit,
         render_markdown,
     )
-    from stream.console.check_table import print_table  # noqa: PLC0415
+    from stream.console.check_table import print_table
+    from stream.console.consoles import output_console
 
     report = target.report()
     if into == "embedded" and out is None and fmt == "table":

@@ -9,30 +9,21 @@ episodes that were rejected as bad input (they are listed in the results), or â€
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import orjson
 
 from assertions.errors import InputError, WrongFileKindError
-from assertions.evalruns.reports import is_eval_run, render_eval_report
-from assertions.file_kinds import FileKind
-from assertions.reports.score_report import FORMATS, render_markdown, render_score_report
-from assertions.scores.run import SCORE_NAMES, ScoreRun, baselines_of
-from connectors.episode_store import EpisodeStoreClient, EpisodeStoreError
-from connectors.files.file_kinds import expecting, raise_if_other_kind
 from stream.commands.user_error import UserError
-from stream.score_sweep import (
-    NightlySettings,
-    ScoreSettings,
-    run_nightly,
-    score_episodes,
-)
+
+# The handlers import what they run (scoring, the store's HTTP client) when they run.
+if TYPE_CHECKING:
+    from assertions.scores.run import ScoreRun
+    from stream.score_sweep import ScoreSettings
 
 T = TypeVar("T")
 DEFAULT_STORE = "http://localhost:8100"
@@ -43,6 +34,10 @@ REPORT_FORMATS = ("markdown", "json", "junit", "html")
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine; input and store errors become one-line user errors (exit 2)."""
+    import asyncio
+
+    from connectors.episode_store import EpisodeStoreError
+
     try:
         return asyncio.run(coro)
     except (InputError, EpisodeStoreError) as exc:
@@ -168,7 +163,7 @@ def _settings_values(
 
 
 def _rules_file(path: str) -> dict[str, Any]:
-    import yaml  # noqa: PLC0415 - only for this option
+    import yaml  # only for this option
 
     try:
         obj = yaml.safe_load(Path(path).read_text("utf-8")) or {}
@@ -181,6 +176,8 @@ def _rules_file(path: str) -> dict[str, Any]:
 
 
 def _summary_lines(run: ScoreRun) -> list[str]:
+    from assertions.scores.run import SCORE_NAMES
+
     s = run.to_json()["summary"]
     means = s["mean_scores"]
     shown = ", ".join(
@@ -210,6 +207,7 @@ def _summary_lines(run: ScoreRun) -> list[str]:
 @click.option("--timeout", "timeout_s", type=float, default=10.0, show_default=True)
 def status(store_url: str, timeout_s: float) -> None:
     """Check the connection to an episode store (episode-store workflow)."""
+    from connectors.episode_store import EpisodeStoreClient
 
     async def check() -> None:
         async with EpisodeStoreClient(store_url, timeout_s=timeout_s) as store:
@@ -264,6 +262,12 @@ def score(
     FILES hold episode-store episodes: NDJSON (the store's export) or JSON (an episode, a
     list, or {"episodes": [...]}).
     """
+    import orjson
+
+    from assertions.reports.score_report import render_markdown
+    from assertions.scores.run import baselines_of
+    from stream.score_sweep import ScoreSettings, score_episodes
+
     values = _settings_values(files, **options)
     try:
         settings = ScoreSettings.build(values)
@@ -333,6 +337,13 @@ def _nothing_evaluated(run: ScoreRun, settings: ScoreSettings) -> str | None:
 def report(results: str, fmt: str, out: str | None) -> None:
     """Render a results file: of `evalstream score` (kind score-run), or of `eval`, `matrix`
     and `compare` (dataset runs, matrix runs, comparisons)."""
+    import orjson
+
+    from assertions.evalruns.reports import is_eval_run, render_eval_report
+    from assertions.file_kinds import FileKind
+    from assertions.reports.score_report import FORMATS, render_score_report
+    from connectors.files.file_kinds import expecting, raise_if_other_kind
+
     readable = (FileKind.SCORE_RUN, FileKind.EVAL_RUN)
     try:
         obj = orjson.loads(Path(results).read_bytes())
@@ -380,6 +391,8 @@ def report(results: str, fmt: str, out: str | None) -> None:
 def nightly(config_file: str | None, **options: Any) -> None:
     """A sweep for cron: score the last --since (24h) of the store, write JSON and
     Markdown reports into --out-dir, exit 1 on CRITICAL."""
+    from stream.score_sweep import NightlySettings, run_nightly
+
     values = _settings_values((), **options)
     try:
         settings = NightlySettings.load(config_file, values)

@@ -1,0 +1,17 @@
+"""Choices the command line declares without importing the modules that own them stay equal
+to those modules' own lists (the commands keep them apart so that `--help` starts fast)."""
+
+from __future__ import annotations
+
+from assertions.harness.report import REPORT_FORMATS as HARNESS_FORMATS
+from connectors.otlp_export import MODES
+from stream.commands.harness import REPORT_FORMATS
+from stream.commands.otlp_options import OTLP_MODES
+
+
+def test_otlp_modes_are_the_exporters() -> None:
+    assert OTLP_MODES == MODES
+
+
+def test_harness_report_formats_are_the_reports() -> None:
+    assert REPORT_FORMATS == HARNESS_FORMATS
