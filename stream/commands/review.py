@@ -2,6 +2,9 @@
 
     evalstream review rate QUEUE.json --rater NAME   rate the items NAME has not rated yet
     evalstream review status QUEUE.json              results per item and inter-rater agreement
+    evalstream review calibration QUEUE.json --judge RESULTS.json
+                                                     the LLM judge against the human grades:
+                                                     Cohen's kappa per rubric, disagreements first
 
 Ratings are saved to the queue file after every answer (atomically), so a session can stop
 at any time (`q`) and resume later. In blind mode (`blind_evaluation: true`) metadata is
@@ -18,14 +21,24 @@ from pathlib import Path
 from typing import Any
 
 import click
+from prometheus_client import CollectorRegistry, write_to_textfile
 from pydantic import ValidationError
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from assertions.graders.calibration import (
+    DEFAULT_FLOOR,
+    JudgeScore,
+    RubricCalibration,
+    calibrate,
+    judge_scores_from_json,
+)
 from assertions.graders.human_review import Rating, RatingValue, ReviewItem, ReviewQueue
+from assertions.graders.kappa import Weighting
 from assertions.judge.prompt import as_text
 from stream.commands.user_error import UserError
+from stream.telemetry.metrics import judge_agreement_gauges
 
 JSON = Any
 
@@ -181,6 +194,94 @@ def status_table(queue: ReviewQueue, console: Console) -> None:
         )
 
 
+def load_judge_scores(path: str, queue: ReviewQueue) -> list[JudgeScore]:
+    """A JSON file (a list of records or `{"results": [...]}`) or JSON Lines, one record a line."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read judge results {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise UserError(
+                f"{path}: neither JSON nor JSON Lines (line {exc.lineno}: {exc.msg}); "
+                "give a list of {item_id, criterion, value | score} records"
+            ) from exc
+    try:
+        return judge_scores_from_json(data, queue)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from exc
+
+
+def _label(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "undefined" if value is None else f"{value:.{digits}f}"
+
+
+def calibration_table(
+    queue: ReviewQueue, calibrations: list[RubricCalibration], top: int, console: Console
+) -> None:
+    table = Table(title=f"judge vs human: {queue.name}")
+    for column in ("rubric", "items", "kappa", "95% CI", "weighting", "floor", "flag"):
+        table.add_column(column)
+    for c in calibrations:
+        k = c.kappa
+        ci = "" if k.ci_low is None else f"[{k.ci_low:.2f}, {k.ci_high:.2f}]"
+        table.add_row(
+            c.rubric,
+            str(k.n),
+            _number(k.kappa),
+            ci,
+            k.weighting,
+            f"{c.floor:g}",
+            "BELOW FLOOR" if c.below_floor else "",
+        )
+    console.print(table)
+    for c in calibrations:
+        matrix = Table(title=f"{c.rubric}: confusion matrix (rows judge, columns human)")
+        matrix.add_column("judge \\ human")
+        for category in c.categories:
+            matrix.add_column(_label(category), justify="right")
+        for category, row in zip(c.categories, c.confusion, strict=True):
+            matrix.add_row(_label(category), *(str(n) for n in row))
+        console.print(matrix)
+        if c.disagreements:
+            worst = Table(title=f"{c.rubric}: disagreements, largest first")
+            for column in ("item", "judge", "human", "distance", "raters"):
+                worst.add_column(column)
+            for d in c.disagreements[:top]:
+                worst.add_row(
+                    d.item_id, _label(d.judge), _label(d.human), f"{d.distance:g}", str(d.raters)
+                )
+            console.print(worst)
+        if c.unmatched_judge:
+            console.print(
+                f"{c.rubric}: {c.unmatched_judge} judge scores left out (the item has fewer "
+                f"than {queue.config.evaluators.min_required} human ratings)"
+            )
+
+
+def write_agreement_metrics(calibrations: list[RubricCalibration], path: str) -> None:
+    """The per-rubric kappa and floor flag in the Prometheus text format (a node-exporter
+    textfile-collector file)."""
+    registry = CollectorRegistry()
+    agreement, below_floor = judge_agreement_gauges(registry)
+    for c in calibrations:
+        if c.kappa.kappa is not None:
+            agreement.labels(rubric=c.rubric).set(c.kappa.kappa)
+        below_floor.labels(rubric=c.rubric).set(1 if c.below_floor else 0)
+    try:
+        write_to_textfile(path, registry)
+    except OSError as exc:
+        raise UserError(f"cannot write metrics file {path}: {exc.strerror or exc}") from exc
+
+
 def register(group: click.Group) -> None:
     @group.group()
     def review() -> None:
@@ -213,3 +314,75 @@ def register(group: click.Group) -> None:
             click.echo(json.dumps(payload, indent=2))
         else:
             status_table(loaded, Console())
+
+    @review.command()
+    @click.argument("queue", type=click.Path(dir_okay=False))
+    @click.option(
+        "--judge",
+        "judge_path",
+        required=True,
+        type=click.Path(dir_okay=False),
+        help="Judge scores of the queue's items: JSON or JSON Lines records "
+        "{item_id, criterion, value | score}.",
+    )
+    @click.option(
+        "--floor",
+        type=click.FloatRange(-1, 1),
+        default=DEFAULT_FLOOR,
+        show_default=True,
+        help="Flag a rubric whose kappa is below this.",
+    )
+    @click.option(
+        "--weighting",
+        type=click.Choice(["quadratic", "linear", "unweighted"]),
+        default=None,
+        help="Kappa weights [default: quadratic for likert, unweighted for binary].",
+    )
+    @click.option("--top", type=click.IntRange(0), default=10, show_default=True)
+    @click.option(
+        "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+    )
+    @click.option(
+        "--metrics-file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Also write evalstream_judge_human_agreement{rubric} and its floor flag here "
+        "(Prometheus text format).",
+    )
+    @click.option(
+        "--fail-below-floor", is_flag=True, help="Exit 1 when a rubric is below the floor."
+    )
+    def calibration(
+        queue: str,
+        *,
+        judge_path: str,
+        floor: float,
+        weighting: Weighting | None,
+        top: int,
+        fmt: str,
+        metrics_file: str | None,
+        fail_below_floor: bool,
+    ) -> None:
+        """The LLM judge against the human grades of QUEUE: Cohen's kappa per rubric with a
+        95% CI, the confusion matrix and the items they disagree on most."""
+        loaded = load_queue(queue)
+        if loaded.config.rating_scale.type == "ranking":
+            raise UserError(
+                f"{queue}: a ranking queue has no per-item grade to compare with a judge score; "
+                "calibrate against a likert or binary queue"
+            )
+        scores = load_judge_scores(judge_path, loaded)
+        results = calibrate(loaded, scores, floor=floor, weighting=weighting)
+        if metrics_file is not None:
+            write_agreement_metrics(results, metrics_file)
+        if fmt == "json":
+            rubrics = [c.to_json() for c in results]
+            for entry in rubrics:
+                entry["disagreements"] = entry["disagreements"][:top]
+            click.echo(json.dumps({"queue": loaded.name, "rubrics": rubrics}, indent=2))
+        else:
+            if not results:
+                click.echo("no judge scores to compare")
+            calibration_table(loaded, results, top, Console())
+        if fail_below_floor and any(c.below_floor for c in results):
+            raise SystemExit(1)
