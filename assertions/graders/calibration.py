@@ -156,6 +156,26 @@ def calibrate(
     return out
 
 
+def disagreement_by_item(queue: ReviewQueue, judge: Sequence[JudgeScore]) -> dict[str, float]:
+    """item -> its largest |judge - human| over the rubrics, for items with a judge score and
+    enough human ratings (0 when they agree)."""
+    humans = human_grades(queue)
+    out: dict[str, float] = {}
+    for score in judge:
+        human = humans.get((score.item_id, score.criterion))
+        if human is not None:
+            distance = float(abs(int(score.value) - int(human[0])))
+            out[score.item_id] = max(distance, out.get(score.item_id, 0.0))
+    return out
+
+
+def disagreements_first(item_ids: Sequence[str], distances: dict[str, float]) -> list[str]:
+    """`item_ids` with the largest judge-human distance first; items without one keep their
+    order after the compared ones."""
+    position = {item: i for i, item in enumerate(item_ids)}
+    return sorted(item_ids, key=lambda i: (i not in distances, -distances.get(i, 0.0), position[i]))
+
+
 def judge_scores_from_json(data: JSON, queue: ReviewQueue) -> list[JudgeScore]:
     """Judge scores from a list of records (or `{"results": [...]}`), each naming the item
     (`item_id` or `eval_id`), optionally the `criterion` (default `overall`), and either

@@ -5,6 +5,9 @@
     evalstream review calibration QUEUE.json --judge RESULTS.json
                                                      the LLM judge against the human grades:
                                                      Cohen's kappa per rubric, disagreements first
+    rate / status ... --judge RESULTS.json --disagreements-first
+                                                     the items the judge and humans disagree on
+                                                     most first
 
 Ratings are saved to the queue file after every answer (atomically), so a session can stop
 at any time (`q`) and resume later. In blind mode (`blind_evaluation: true`) metadata is
@@ -32,9 +35,17 @@ from assertions.graders.calibration import (
     JudgeScore,
     RubricCalibration,
     calibrate,
+    disagreement_by_item,
+    disagreements_first,
     judge_scores_from_json,
 )
-from assertions.graders.human_review import Rating, RatingValue, ReviewItem, ReviewQueue
+from assertions.graders.human_review import (
+    ItemResult,
+    Rating,
+    RatingValue,
+    ReviewItem,
+    ReviewQueue,
+)
 from assertions.graders.kappa import Weighting
 from assertions.judge.prompt import as_text
 from stream.commands.user_error import UserError
@@ -130,9 +141,22 @@ def _parse(queue: ReviewQueue, item: ReviewItem, rater: str, answer: str) -> Rat
     return [presented[label].id for label in labels]
 
 
-def rate_queue(path: str, rater: str, limit: int | None, console: Console) -> int:
+def rate_queue(
+    path: str,
+    rater: str,
+    limit: int | None,
+    console: Console,
+    *,
+    judge_path: str | None = None,
+) -> int:
+    """Rates the items `rater` has not rated; with judge scores, the items the judge and the
+    human grade disagree on most come first (the judge's score itself is never shown)."""
     queue = load_queue(path)
     pending = queue.pending_for(rater)
+    if judge_path is not None:
+        distances = disagreement_by_item(queue, load_judge_scores(judge_path, queue))
+        by_id = {item.id: item for item in pending}
+        pending = [by_id[i] for i in disagreements_first(list(by_id), distances)]
     if limit is not None:
         pending = pending[:limit]
     rated = 0
@@ -161,23 +185,44 @@ def rate_queue(path: str, rater: str, limit: int | None, console: Console) -> in
     return rated
 
 
-def status_table(queue: ReviewQueue, console: Console) -> None:
+def ordered_results(
+    queue: ReviewQueue, distances: dict[str, float] | None, *, first: bool
+) -> list[ItemResult]:
+    results = queue.results()
+    if distances is None or not first:
+        return results
+    by_id = {r.item_id: r for r in results}
+    return [by_id[i] for i in disagreements_first(list(by_id), distances)]
+
+
+def status_table(
+    queue: ReviewQueue,
+    console: Console,
+    distances: dict[str, float] | None = None,
+    *,
+    first: bool = False,
+) -> None:
     table = Table(title=f"review queue: {queue.name}")
-    for column in ("item", "raters", "status", "score", "agreement", "adjudicate"):
+    columns = ["item", "raters", "status", "score", "agreement", "adjudicate"]
+    for column in columns + (["judge distance"] if distances is not None else []):
         table.add_column(column)
-    for r in queue.results():
+    for r in ordered_results(queue, distances, first=first):
         score = "" if r.score is None else f"{r.score:.2f}"
         if r.mean_ranks:
             score = ", ".join(f"{k}:{v:.1f}" for k, v in sorted(r.mean_ranks.items()))
         agreement = "" if r.percent_agreement is None else f"{r.percent_agreement:.0%}"
-        table.add_row(
+        row = [
             r.item_id,
             str(len(r.raters)),
             r.status,
             score,
             agreement,
             "yes" if r.needs_adjudication else "",
-        )
+        ]
+        if distances is not None:
+            distance = distances.get(r.item_id)
+            row.append("" if distance is None else f"{distance:g}")
+        table.add_row(*row)
     console.print(table)
     alpha = queue.agreement()
     threshold = queue.config.evaluators.agreement_threshold
@@ -291,10 +336,30 @@ def register(group: click.Group) -> None:
     @click.argument("queue", type=click.Path(dir_okay=False))
     @click.option("--rater", required=True, help="Your name, as recorded with each rating.")
     @click.option("--limit", type=int, default=None, help="Rate at most this many items.")
-    def rate(queue: str, rater: str, limit: int | None) -> None:
+    @click.option(
+        "--judge",
+        "judge_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Judge scores of the items (as for `review calibration`).",
+    )
+    @click.option(
+        "--disagreements-first",
+        "first",
+        is_flag=True,
+        help="With --judge: the items the judge and the human grade disagree on most first "
+        "(the judge's score is not shown).",
+    )
+    def rate(
+        queue: str, rater: str, limit: int | None, judge_path: str | None, first: bool
+    ) -> None:
         """Rate the items of QUEUE (a JSON file) you have not rated yet."""
+        if first and judge_path is None:
+            raise UserError("--disagreements-first needs --judge JUDGE_RESULTS to compare with")
         console = Console()
-        rated = rate_queue(queue, rater.strip(), limit, console)
+        rated = rate_queue(
+            queue, rater.strip(), limit, console, judge_path=judge_path if first else None
+        )
         console.print(f"{rated} ratings saved to {queue}")
 
     @review.command()
@@ -302,18 +367,42 @@ def register(group: click.Group) -> None:
     @click.option(
         "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
     )
-    def status(queue: str, fmt: str) -> None:
+    @click.option(
+        "--judge",
+        "judge_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Judge scores of the items (as for `review calibration`): adds each item's "
+        "largest judge-human distance.",
+    )
+    @click.option(
+        "--disagreements-first",
+        "first",
+        is_flag=True,
+        help="With --judge: the items the judge and the human grade disagree on most first.",
+    )
+    def status(queue: str, fmt: str, judge_path: str | None, first: bool) -> None:
         """Results per item and Krippendorff's alpha for QUEUE."""
         loaded = load_queue(queue)
+        if first and judge_path is None:
+            raise UserError("--disagreements-first needs --judge JUDGE_RESULTS to compare with")
+        distances = None
+        if judge_path is not None:
+            distances = disagreement_by_item(loaded, load_judge_scores(judge_path, loaded))
+        results = ordered_results(loaded, distances, first=first)
         if fmt == "json":
+            items = [r.model_dump() for r in results]
+            if distances is not None:
+                for item in items:
+                    item["judge_distance"] = distances.get(item["item_id"])
             payload = {
-                "items": [r.model_dump() for r in loaded.results()],
+                "items": items,
                 "agreement": loaded.agreement().to_json(),
                 "agreement_threshold": loaded.config.evaluators.agreement_threshold,
             }
             click.echo(json.dumps(payload, indent=2))
         else:
-            status_table(loaded, Console())
+            status_table(loaded, Console(), distances, first=first)
 
     @review.command()
     @click.argument("queue", type=click.Path(dir_okay=False))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from assertions.graders.calibration import (
     JudgeScore,
@@ -22,6 +23,7 @@ from assertions.graders.calibration import (
 )
 from assertions.graders.human_review import ReviewQueue
 from assertions.graders.kappa import Z_95, agreement_weights, cohen_kappa, confusion_matrix
+from stream.cli import cli
 
 JSON = Any
 ROOT = Path(__file__).resolve().parents[2]
@@ -229,3 +231,28 @@ def test_review_calibration_cli_table_and_bad_input(
     error = _run("review", "calibration", str(queue), "--judge", str(bad))
     assert error.returncode != 0
     assert "value 9 is not on the queue's scale" in error.stderr
+
+
+def test_status_and_rate_show_disagreements_first(fixture_files: tuple[Path, Path]) -> None:
+    queue, judge = fixture_files
+    compare = ["--judge", str(judge), "--disagreements-first"]
+    status = CliRunner().invoke(cli, ["review", "status", str(queue), *compare, "--format", "json"])
+    assert status.exit_code == 0, status.output
+    items = json.loads(status.output)["items"]
+    # b 3, c 2, d 1, a 0 (agrees); e has one rating, so no human grade to compare: last
+    assert [(i["item_id"], i["judge_distance"]) for i in items] == [
+        ("b", 3.0),
+        ("c", 2.0),
+        ("d", 1.0),
+        ("a", 0.0),
+        ("e", None),
+    ]
+    rate = CliRunner().invoke(
+        cli, ["review", "rate", str(queue), "--rater", "dan", *compare], input="1\nq\n"
+    )
+    assert rate.exit_code == 0, rate.output
+    saved = ReviewQueue.model_validate_json(queue.read_text("utf-8"))
+    assert [(r.item_id, r.value) for r in saved.ratings if r.rater == "dan"] == [("b", 1)]
+    alone = CliRunner().invoke(cli, ["review", "status", str(queue), "--disagreements-first"])
+    assert alone.exit_code != 0
+    assert "needs --judge" in alone.output
