@@ -183,7 +183,10 @@ def judge_scores_from_json(data: JSON, queue: ReviewQueue) -> list[JudgeScore]:
     `score` in [0, 1] as the model grader and `llm.judge` report it (normalised; mapped to
     the nearest scale point, halves up, or on a binary scale to pass at the queue's
     `pass_threshold`).
-    Raises ValueError naming the record at fault."""
+    A saved eval-harness report (`{"eval_report": ...}`) gives the judge scores of its
+    model-graded items. Raises ValueError naming the record at fault."""
+    if isinstance(data, dict) and isinstance(data.get("eval_report"), dict):
+        data = records_from_report(data["eval_report"], queue)
     records = data.get("results") if isinstance(data, dict) else data
     if not isinstance(records, list):
         raise ValueError('judge results: expected a list of records or {"results": [...]}')
@@ -214,6 +217,26 @@ def judge_scores_from_json(data: JSON, queue: ReviewQueue) -> list[JudgeScore]:
             raise ValueError(f"{where}: needs `value` (on the queue's scale) or `score` (0-1)")
         out.append(JudgeScore(item_id, str(criterion), value))
     return out
+
+
+def records_from_report(report: dict[str, JSON], queue: ReviewQueue) -> list[dict[str, JSON]]:
+    """Judge records from an eval-harness report's `items`: per model-graded item, the judge's
+    per-criterion scores for the queue's named criteria, else its overall score."""
+    criteria = queue.config.rating_scale.criteria_names()
+    records: list[dict[str, JSON]] = []
+    for row in report.get("items") or []:
+        judge = row.get("judge") if isinstance(row, dict) else None
+        if not isinstance(judge, dict):
+            continue
+        named = judge.get("criteria_scores") or {}
+        matching = [c for c in criteria if c in named]
+        if matching:
+            records += [
+                {"item_id": row["eval_id"], "criterion": c, "score": named[c]} for c in matching
+            ]
+        elif criteria == [OVERALL]:
+            records.append({"item_id": row["eval_id"], "score": judge.get("score")})
+    return records
 
 
 def _from_normalised(score: JSON, queue: ReviewQueue, where: str) -> int | bool:

@@ -4,6 +4,7 @@ and `evalstream review calibration` run as a process on a queue and a judge-resu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -23,6 +24,11 @@ from assertions.graders.calibration import (
 )
 from assertions.graders.human_review import ReviewQueue
 from assertions.graders.kappa import Z_95, agreement_weights, cohen_kappa, confusion_matrix
+from assertions.graders.model import ModelGraderConfig, grade_with_model
+from assertions.harness.grading import ItemGrade
+from assertions.harness.models import EvalItem
+from assertions.harness.report import build_report
+from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from stream.cli import cli
 
 JSON = Any
@@ -256,3 +262,41 @@ def test_status_and_rate_show_disagreements_first(fixture_files: tuple[Path, Pat
     alone = CliRunner().invoke(cli, ["review", "status", str(queue), "--disagreements-first"])
     assert alone.exit_code != 0
     assert "needs --judge" in alone.output
+
+
+class ScoreByOutput:
+    """A judge answering a fixed normalised score per output."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+
+    async def judge(self, request: JudgeRequest) -> JudgeVerdict:
+        score = self.scores[request.output]
+        return JudgeVerdict(score=score, criteria_scores={"meets the rubric": score})
+
+
+def test_calibration_reads_the_judge_scores_of_a_harness_report(tmp_path: Path) -> None:
+    config = ModelGraderConfig(rubric="Is the answer helpful?")
+    judge = ScoreByOutput({"out m1": 1.0, "out m2": 0.25, "out m3": 0.5})
+    grades = [
+        ItemGrade(
+            EvalItem(eval_id=key, eval_type="capability", grader_type="model", grader=config),
+            attempts=[asyncio.run(grade_with_model(f"out {key}", config, judge))],
+        )
+        for key in ("m1", "m2", "m3")
+    ]
+    report = tmp_path / "report.json"
+    saved = build_report(grades, suite_name="s", run_id="r", timestamp="t")
+    report.write_text(json.dumps(saved), "utf-8")
+    queue = tmp_path / "queue.json"
+    ratings = [("m1", "ann", 5), ("m1", "bob", 5), ("m2", "ann", 2), ("m2", "bob", 3)]
+    ratings += [("m3", "ann", 4), ("m3", "bob", 4)]
+    queue.write_text(_queue(ratings, ["m1", "m2", "m3"]).model_dump_json(), "utf-8")
+    result = _run("review", "calibration", str(queue), "--judge", str(report), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    (rubric,) = json.loads(result.stdout)["rubrics"]
+    # judge 1.0 -> 5, 0.25 -> 2, 0.5 -> 3 on 1-5; humans 5, 2 (lower median of 2 and 3), 4
+    assert rubric["disagreements"] == [
+        {"item_id": "m3", "judge": 3, "human": 4, "distance": 1.0, "raters": 2}
+    ]
+    assert rubric["agreement"]["n"] == 3
