@@ -8,12 +8,14 @@ import asyncio
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from assertions.graders.calibration import (
@@ -30,6 +32,7 @@ from assertions.harness.models import EvalItem
 from assertions.harness.report import build_report
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from stream.cli import cli
+from stream.telemetry.metrics import PipelineMetrics
 
 JSON = Any
 ROOT = Path(__file__).resolve().parents[2]
@@ -300,3 +303,17 @@ def test_calibration_reads_the_judge_scores_of_a_harness_report(tmp_path: Path) 
         {"item_id": "m3", "judge": 3, "human": 4, "distance": 1.0, "raters": 2}
     ]
     assert rubric["agreement"]["n"] == 3
+
+
+def test_the_runtime_registry_declares_the_agreement_gauges_the_alert_reads() -> None:
+    rules = ROOT / "deploy/prometheus/rules/operations.yml"
+    (expr,) = [
+        rule["expr"]
+        for group in yaml.safe_load(rules.read_text("utf-8"))["groups"]
+        for rule in group["rules"]
+        if rule["alert"] == "EvalstreamJudgeHumanAgreementBelowFloor"
+    ]
+    used = set(re.findall(r"\bevalstream_[a-z_]+", expr))
+    declared = {family.name for family in PipelineMetrics(process=False).registry.collect()}
+    assert used <= declared, used - declared
+    assert "evalstream_judge_human_agreement" in declared
