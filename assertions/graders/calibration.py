@@ -194,6 +194,7 @@ def judge_scores_from_json(data: JSON, queue: ReviewQueue) -> list[JudgeScore]:
     categories = categories_of(queue)
     criteria = scale.criteria_names()
     out = []
+    seen: set[tuple[str, str]] = set()
     for index, record in enumerate(records):
         where = f"judge result #{index + 1}"
         if not isinstance(record, dict):
@@ -206,7 +207,7 @@ def judge_scores_from_json(data: JSON, queue: ReviewQueue) -> list[JudgeScore]:
             raise ValueError(f"{where}: criterion {criterion!r}; valid: {', '.join(criteria)}")
         if "value" in record:
             value = record["value"]
-            if value not in categories or (scale.type == "likert" and isinstance(value, bool)):
+            if value not in categories or isinstance(value, bool) != (scale.type == "binary"):
                 raise ValueError(
                     f"{where}: value {value!r} is not on the queue's scale "
                     f"({', '.join(str(c).lower() for c in categories)})"
@@ -215,6 +216,12 @@ def judge_scores_from_json(data: JSON, queue: ReviewQueue) -> list[JudgeScore]:
             value = _from_normalised(record["score"], queue, where)
         else:
             raise ValueError(f"{where}: needs `value` (on the queue's scale) or `score` (0-1)")
+        if (item_id, criterion) in seen:
+            raise ValueError(
+                f"{where}: a second judge score of item {item_id!r}, criterion {criterion!r}; "
+                "keep one score per item and criterion"
+            )
+        seen.add((item_id, criterion))
         out.append(JudgeScore(item_id, str(criterion), value))
     return out
 

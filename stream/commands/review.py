@@ -52,6 +52,7 @@ from stream.commands.user_error import UserError
 from stream.telemetry.metrics import judge_agreement_gauges
 
 JSON = Any
+FEW_ITEMS = 30  # below this the large-sample kappa interval is a rough guide only
 
 
 class _QuitRequested(Exception):  # noqa: N818 - control flow, not an error
@@ -288,6 +289,12 @@ def calibration_table(
             "BELOW FLOOR" if c.below_floor else "",
         )
     console.print(table)
+    small = [c.rubric for c in calibrations if 0 < c.kappa.n < FEW_ITEMS]
+    if small:
+        console.print(
+            f"fewer than {FEW_ITEMS} items for {', '.join(small)}: the large-sample interval "
+            "is too narrow there; rate more items before relying on it"
+        )
     for c in calibrations:
         matrix = Table(title=f"{c.rubric}: confusion matrix (rows judge, columns human)")
         matrix.add_column("judge \\ human")

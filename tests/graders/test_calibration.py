@@ -182,6 +182,10 @@ def test_judge_results_accept_scale_values_and_normalised_scores() -> None:
         judge_scores_from_json([{"item_id": "a", "criterion": "style", "value": 3}], queue)
     with pytest.raises(ValueError, match="from 0 to 1"):
         judge_scores_from_json([{"item_id": "a", "score": 4}], queue)
+    with pytest.raises(ValueError, match="a second judge score of item 'a'"):
+        judge_scores_from_json([{"item_id": "a", "value": 3}, {"item_id": "a", "score": 1}], queue)
+    with pytest.raises(ValueError, match="not on the queue's scale"):
+        judge_scores_from_json([{"item_id": "a", "value": True}], queue)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -234,6 +238,7 @@ def test_review_calibration_cli_table_and_bad_input(
     table = _run("review", "calibration", str(queue), "--judge", str(judge), "--floor", "-1")
     assert table.returncode == 0, table.stderr
     assert "confusion matrix" in table.stdout
+    assert "fewer than 30 items for overall" in table.stdout
     assert "BELOW FLOOR" not in table.stdout
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"item_id": "a", "value": 9}]), "utf-8")
@@ -317,3 +322,24 @@ def test_the_runtime_registry_declares_the_agreement_gauges_the_alert_reads() ->
     declared = {family.name for family in PipelineMetrics(process=False).registry.collect()}
     assert used <= declared, used - declared
     assert "evalstream_judge_human_agreement" in declared
+
+
+def test_a_binary_queue_uses_unweighted_kappa_and_the_pass_threshold() -> None:
+    queue = ReviewQueue.model_validate(
+        {
+            "config": {"rating_scale": {"type": "binary"}, "pass_threshold": 0.5},
+            "items": [{"id": f"x{i}", "output": "o"} for i in range(1, 5)],
+            "ratings": [
+                {"item_id": f"x{i}", "rater": "ann", "value": v}
+                for i, v in zip(range(1, 5), [True, True, False, False], strict=True)
+            ],
+        }
+    )
+    records = [{"item_id": f"x{i}", "score": s} for i, s in enumerate([0.9, 0.2, 0.6, 0.1], 1)]
+    (rubric,) = calibrate(queue, judge_scores_from_json(records, queue))
+    # judge T F T F against human T T F F: p_o = 1/2, every marginal 1/2, p_e = 1/2, kappa 0
+    assert rubric.kappa.weighting == "unweighted"
+    assert rubric.kappa.kappa == pytest.approx(0.0)
+    assert rubric.confusion == [[1, 1], [1, 1]]
+    assert [d.item_id for d in rubric.disagreements] == ["x2", "x3"]
+    assert rubric.below_floor
