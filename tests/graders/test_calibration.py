@@ -343,3 +343,31 @@ def test_a_binary_queue_uses_unweighted_kappa_and_the_pass_threshold() -> None:
     assert rubric.confusion == [[1, 1], [1, 1]]
     assert [d.item_id for d in rubric.disagreements] == ["x2", "x3"]
     assert rubric.below_floor
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "linear", "quadratic"])
+def test_the_standard_error_is_the_delta_method_variance(weighting: Any) -> None:
+    """Kappa is a smooth function of the cell proportions p; for multinomial counts its
+    asymptotic variance is (sum p g^2 - (sum p g)^2) / n with g the gradient of kappa in p —
+    computed here by finite differences, independently of the closed form in kappa.py."""
+    pairs = [(1, 1)] * 7 + [(2, 2)] * 5 + [(3, 3)] * 4 + [(1, 2)] * 3 + [(2, 3)] * 2
+    pairs += [(3, 1)] + [(2, 1)] * 2 + [(3, 2)] * 3
+    n, cells = len(pairs), [(i, j) for i in range(3) for j in range(3)]
+    weights = agreement_weights(3, weighting)
+    counts = confusion_matrix(pairs, [1, 2, 3])
+    p = {(i, j): counts[i][j] / n for i, j in cells}
+
+    def kappa_of(q: dict[tuple[int, int], float]) -> float:
+        rows = [sum(q[(i, j)] for j in range(3)) for i in range(3)]
+        cols = [sum(q[(i, j)] for i in range(3)) for j in range(3)]
+        observed = sum(weights[i][j] * q[(i, j)] for i, j in cells)
+        expected = sum(weights[i][j] * rows[i] * cols[j] for i, j in cells)
+        return (observed - expected) / (1 - expected)
+
+    h = 1e-7
+    gradient = {c: (kappa_of({**p, c: p[c] + h}) - kappa_of(p)) / h for c in cells}
+    mean = sum(p[c] * gradient[c] for c in cells)
+    variance = (sum(p[c] * gradient[c] ** 2 for c in cells) - mean**2) / n
+    k = cohen_kappa(pairs, [1, 2, 3], weighting)
+    assert k.kappa == pytest.approx(kappa_of(p))
+    assert k.standard_error == pytest.approx(math.sqrt(variance), rel=1e-4)
