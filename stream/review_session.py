@@ -16,7 +16,14 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from assertions.graders.human_review import Rating, RatingValue, ReviewItem, ReviewQueue
+from assertions.graders.calibration import disagreement_by_item, disagreements_first
+from assertions.graders.human_review import (
+    ItemResult,
+    Rating,
+    RatingValue,
+    ReviewItem,
+    ReviewQueue,
+)
 from assertions.judge.prompt import as_text
 from stream.commands.user_error import UserError
 
@@ -110,9 +117,24 @@ def _parse(queue: ReviewQueue, item: ReviewItem, rater: str, answer: str) -> Rat
     return [presented[label].id for label in labels]
 
 
-def rate_queue(path: str, rater: str, limit: int | None, console: Console) -> int:
+def rate_queue(
+    path: str,
+    rater: str,
+    limit: int | None,
+    console: Console,
+    *,
+    judge_path: str | None = None,
+) -> int:
+    """Rates the items `rater` has not rated; with judge scores, the items the judge and the
+    human grade disagree on most come first (the judge's score itself is never shown)."""
+    from stream.review_calibration import load_judge_scores
+
     queue = load_queue(path)
     pending = queue.pending_for(rater)
+    if judge_path is not None:
+        distances = disagreement_by_item(queue, load_judge_scores(judge_path, queue))
+        by_id = {item.id: item for item in pending}
+        pending = [by_id[i] for i in disagreements_first(list(by_id), distances)]
     if limit is not None:
         pending = pending[:limit]
     rated = 0
@@ -141,23 +163,44 @@ def rate_queue(path: str, rater: str, limit: int | None, console: Console) -> in
     return rated
 
 
-def status_table(queue: ReviewQueue, console: Console) -> None:
+def ordered_results(
+    queue: ReviewQueue, distances: dict[str, float] | None, *, first: bool
+) -> list[ItemResult]:
+    results = queue.results()
+    if distances is None or not first:
+        return results
+    by_id = {r.item_id: r for r in results}
+    return [by_id[i] for i in disagreements_first(list(by_id), distances)]
+
+
+def status_table(
+    queue: ReviewQueue,
+    console: Console,
+    distances: dict[str, float] | None = None,
+    *,
+    first: bool = False,
+) -> None:
     table = Table(title=f"review queue: {queue.name}")
-    for column in ("item", "raters", "status", "score", "agreement", "adjudicate"):
+    columns = ["item", "raters", "status", "score", "agreement", "adjudicate"]
+    for column in columns + (["judge distance"] if distances is not None else []):
         table.add_column(column)
-    for r in queue.results():
+    for r in ordered_results(queue, distances, first=first):
         score = "" if r.score is None else f"{r.score:.2f}"
         if r.mean_ranks:
             score = ", ".join(f"{k}:{v:.1f}" for k, v in sorted(r.mean_ranks.items()))
         agreement = "" if r.percent_agreement is None else f"{r.percent_agreement:.0%}"
-        table.add_row(
+        row = [
             r.item_id,
             str(len(r.raters)),
             r.status,
             score,
             agreement,
             "yes" if r.needs_adjudication else "",
-        )
+        ]
+        if distances is not None:
+            distance = distances.get(r.item_id)
+            row.append("" if distance is None else f"{distance:g}")
+        table.add_row(*row)
     console.print(table)
     alpha = queue.agreement()
     threshold = queue.config.evaluators.agreement_threshold

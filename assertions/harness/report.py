@@ -3,7 +3,9 @@ pending human reviews and recommendations; as JSON (the `eval_report` mapping) a
 
 `by_category` groups by eval type (capability / regression), as the methodology's sample does;
 `by_topic` groups by the eval's own `category` (e.g. `code_generation`). `items` lists every
-item with its status, so every renderer (JUnit included) works from the saved JSON alone.
+item with its status, so every renderer (JUnit included) works from the saved JSON alone; a
+model-graded item's row keeps the judge's scores of its first attempt (`judge`), which
+`evalstream review calibration` compares with human reviews.
 
 Metrics, one rule for every k: an item with n attempts of which c passed counts for a metric
 of k only when n >= k; items with fewer attempts are left out of pass@k and pass^k alike, and
@@ -91,6 +93,15 @@ def metrics(grades: Sequence[ItemGrade], ks: Sequence[int] = (3,)) -> dict[str, 
     return metrics_with_coverage(grades, ks)[0]
 
 
+def _judge_of(g: ItemGrade) -> dict[str, JSON] | None:
+    """A model-graded item's first judged attempt (the output a review queue takes): its
+    normalised score and per-criterion scores, for calibration against human reviews."""
+    if g.item.grader_type != "model" or not g.attempts or g.attempts[0].error is not None:
+        return None
+    first = g.attempts[0]
+    return {"score": first.score, "criteria_scores": first.details.get("criteria_scores", {})}
+
+
 def _item_row(g: ItemGrade) -> dict[str, JSON]:
     return {
         "eval_id": g.item.key,
@@ -103,6 +114,7 @@ def _item_row(g: ItemGrade) -> dict[str, JSON]:
         "passed_attempts": g.passed_attempts,
         "reason": g.reason(),
         "source": g.item.source,
+        "judge": _judge_of(g),
     }
 
 

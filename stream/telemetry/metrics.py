@@ -195,6 +195,29 @@ class PipelineMetrics:
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=r,
         )
+        self.judge_human_agreement, self.judge_human_agreement_below_floor = judge_agreement_gauges(
+            r
+        )
+
+
+def judge_agreement_gauges(registry: CollectorRegistry) -> tuple[Gauge, Gauge]:
+    """The judge-versus-human calibration gauges, per rubric: Cohen's kappa and whether it is
+    below the configured floor. Set by `evalstream review calibration` (and by a runtime that
+    calibrates); a rubric whose kappa is undefined has no kappa sample and is flagged."""
+    agreement = Gauge(
+        "evalstream_judge_human_agreement",
+        "Cohen's kappa between the LLM judge and human reviewers, per rubric.",
+        ["rubric"],
+        registry=registry,
+    )
+    below_floor = Gauge(
+        "evalstream_judge_human_agreement_below_floor",
+        "1 when the judge's agreement with human reviewers (kappa) is below the floor or "
+        "undefined for the rubric, else 0.",
+        ["rubric"],
+        registry=registry,
+    )
+    return agreement, below_floor
 
 
 class BoundedLabels:
