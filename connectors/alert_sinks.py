@@ -1,4 +1,4 @@
-"""Alert sinks: deliver alerts to a generic webhook or a Slack incoming webhook (issue 4 item 5).
+"""Alert sinks: deliver alerts to a generic webhook or a Slack incoming webhook.
 
 A sink never blocks the stream. `offer(alert)` is synchronous and O(1): it puts the alert on
 a bounded queue and returns at once; when the queue is full the alert is dropped and
