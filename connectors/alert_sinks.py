@@ -1,4 +1,4 @@
-"""Alert sinks: deliver alerts to a generic webhook or a Slack incoming webhook (issue 4 item 5).
+"""Alert sinks: deliver alerts to a generic webhook or a Slack incoming webhook.
 
 A sink never blocks the stream. `offer(alert)` is synchronous and O(1): it puts the alert on
 a bounded queue and returns at once; when the queue is full the alert is dropped and
@@ -6,9 +6,11 @@ counted. One background task per sink delivers the queue in order over HTTP (htt
 retries:
 
 - a network error, a timeout, HTTP 408, 429 or 5xx is retried, up to `max_attempts` in all,
-  after an exponential back-off with full jitter: a delay drawn uniformly from
-  [0, min(backoff_max_s, backoff_base_s * 2 ** (attempt - 1))]; a `Retry-After` header (in
-  seconds) raises that delay, still capped by `backoff_max_s`;
+  paced by the shared `connectors.retry_policy.BackoffPolicy`: an exponential back-off with
+  equal jitter, a delay drawn uniformly from [step / 2, step] where
+  step = min(backoff_max_s, backoff_base_s * 2 ** (attempt - 1)); a `Retry-After` header
+  (seconds or an HTTP date; `retry-after-ms` too) replaces that delay, capped by
+  `backoff_max_s`;
 - any other HTTP status (a 4xx: a bad URL, a revoked token) is permanent: not retried.
 
 Failures are data, not exceptions: each alert that is not delivered — retries exhausted
@@ -33,7 +35,9 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import math
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +46,7 @@ import httpx
 import orjson
 
 from assertions.errors import InputError
+from connectors.retry_policy import Attempt, BackoffPolicy, retry_after_s
 
 JSON = Any
 FailureCallback = Callable[[str, str], None]
@@ -72,16 +77,23 @@ class RetryPolicy:
             value = getattr(self, name)
             if not value >= 0:  # also rejects NaN
                 raise AlertSinkError(f"{name} must be a number >= 0, got {value!r}")
+        for name in ("backoff_base_s", "backoff_max_s"):
+            if not math.isfinite(getattr(self, name)):
+                raise AlertSinkError(f"{name} must be finite (seconds)")
         if self.timeout_s == 0:
             raise AlertSinkError("timeout_s must be > 0")
 
+    def backoff(self) -> BackoffPolicy:
+        """These settings as the shared retry policy."""
+        return BackoffPolicy(
+            initial_s=self.backoff_base_s,
+            max_s=self.backoff_max_s,
+            max_attempts=self.max_attempts,
+        )
+
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
         """The pause after failed attempt number `attempt` (1-based)."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** (attempt - 1))
-        pause = rng.uniform(0.0, ceiling)
-        if retry_after is not None:
-            pause = max(pause, min(retry_after, self.backoff_max_s))
-        return pause
+        return self.backoff().delay(attempt, rng, retry_after)
 
 
 @dataclass(slots=True)
@@ -95,17 +107,6 @@ class SinkStats:
     dropped: int = 0
     last_error: str | None = None
     by_reason: dict[str, int] = field(default_factory=dict)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None  # an HTTP date: rare for webhooks; the back-off applies
-    return seconds if seconds >= 0 else None
 
 
 class WebhookSink:
@@ -241,30 +242,38 @@ class WebhookSink:
         if client is None:
             raise RuntimeError(f"sink {self.name} is not started")
         policy = self.retry
-        for attempt in range(1, policy.max_attempts + 1):
-            retry_after = None
+
+        async def attempt() -> Attempt[str | None]:
+            """One POST; its result is the error, None when the sink accepted the alert."""
             try:
                 response = await client.post(
                     self.url, content=body, headers=headers, timeout=policy.timeout_s
                 )
             except httpx.HTTPError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    self.stats.delivered += 1
-                    return True
-                error = f"HTTP {status}: {response.text[:200]}"
-                if status < 500 and status not in RETRY_STATUSES:
-                    self._failed("rejected", error)
-                    return False
-                retry_after = _retry_after(response)
-            self.stats.last_error = error
-            if attempt == policy.max_attempts:
-                break
+                return Attempt(f"{type(exc).__name__}: {exc}", retryable=True)
+            status = response.status_code
+            if 200 <= status < 300:
+                return Attempt(None)
+            return Attempt(
+                f"HTTP {status}: {response.text[:200]}",
+                retryable=status >= 500 or status in RETRY_STATUSES,
+                retry_after_s=retry_after_s(response.headers, time.time()),
+            )
+
+        def count_retry(failed: Attempt[str | None], pause: float) -> None:
             self.stats.retries += 1
-            await self._sleep(policy.delay(attempt, self._rng, retry_after))
-        self._failed("exhausted", f"{policy.max_attempts} attempts failed; last: {error}")
+            self.stats.last_error = failed.result
+
+        last = await policy.backoff().run(
+            attempt, rng=self._rng, sleep=self._sleep, on_retry=count_retry
+        )
+        if last.result is None:
+            self.stats.delivered += 1
+            return True
+        if not last.retryable:
+            self._failed("rejected", last.result)
+        else:
+            self._failed("exhausted", f"{policy.max_attempts} attempts failed; last: {last.result}")
         return False
 
     def _failed(self, reason: str, error: str) -> None:

@@ -5,9 +5,10 @@
 format, or a forced `record_verdict` tool call), parses and normalises the verdict, and adds:
 
 - bounded concurrency (`max_concurrency` requests in flight per event loop);
-- retries with exponential back-off and jitter on rate limits (429), overload (529), server
-  errors (5xx) and connection errors; a `retry-after` / `retry-after-ms` header wins over the
-  computed delay (capped at `backoff_max_s`). A question waiting to retry gives its
+- retries on rate limits (429), overload (529), server errors (5xx) and connection errors,
+  paced by the shared `connectors.retry_policy.BackoffPolicy` (exponential back-off with equal
+  jitter; a `retry-after` / `retry-after-ms` header wins over the computed delay, capped at
+  `backoff_max_s`). A question waiting to retry gives its
   concurrency slot back, so other questions keep going. The SDK's own retries are off, so
   every attempt and every wait is ours to count and to test (the sleep function is injected);
 - a spend budget (`assertions.judge.budget`): each question reserves its worst case before it
@@ -30,7 +31,6 @@ Errors are exceptions (`JudgeError`, `JudgeResponseError`): the caller
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import json
@@ -41,7 +41,6 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, replace
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -69,6 +68,7 @@ from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.judge.usage import JudgeUsage
 from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
 from assertions.wire.pricing import PricingTable, Usage, default_pricing
+from connectors.retry_policy import BackoffPolicy, api_should_retry, retry_after_s
 
 # Importing the SDK takes longer than the rest of an `evalstream check`: it is imported by the
 # first call to the API, so that a run whose suites never ask the judge does not pay for it.
@@ -87,7 +87,6 @@ __all__ = [
 ]
 
 JSON = Any
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
 class JudgeError(EvaluationError):
@@ -117,8 +116,8 @@ class JudgeSettings(BaseModel):
     )
     max_concurrency: int = Field(4, ge=1, description="Questions in flight at once.")
     max_retries: int = Field(4, ge=0, description="Retries after the first attempt.")
-    backoff_initial_s: float = Field(0.5, gt=0)
-    backoff_max_s: float = Field(30.0, gt=0)
+    backoff_initial_s: float = Field(0.5, gt=0, allow_inf_nan=False)
+    backoff_max_s: float = Field(30.0, gt=0, allow_inf_nan=False)
     timeout_s: float = Field(60.0, gt=0, description="Per attempt.")
     cache_dir: str | None = Field(None, description="Persist verdicts here (one JSON per key).")
     prompt_cache: bool = Field(
@@ -242,6 +241,11 @@ class AnthropicJudge:
         limits = self.settings.budget_limits()
         self.budget = SpendBudget(limits) if limits.any else None
         self._rng = rng or random.Random()
+        self._retries = BackoffPolicy(
+            initial_s=self.settings.backoff_initial_s,
+            max_s=self.settings.backoff_max_s,
+            max_attempts=self.settings.max_retries + 1,
+        )
         self._cache: dict[str, JudgeVerdict] = {}
         self._inflight: dict[str, asyncio.Future[JudgeVerdict]] = {}
         # The SDK client and the semaphore belong to one event loop; `evalstream check`
@@ -400,10 +404,11 @@ class AnthropicJudge:
         """Sends, retrying; holds a concurrency slot only while a request is on the wire, so
         a question waiting out a `retry-after` does not hold back the others. The budget is
         reserved once, when the first slot is granted, so questions queued for a slot hold
-        no reservation."""
+        no reservation. The slot and budget work between attempts is why this loop is ours,
+        not tenacity's; its pauses and attempt bound come from the same `BackoffPolicy`."""
         import anthropic  # noqa: PLC0415 - loaded with the client, see the imports above
 
-        attempt = 0
+        attempt = 0  # retries so far
         while True:
             try:
                 async with semaphore:
@@ -415,7 +420,7 @@ class AnthropicJudge:
                     return message
             except anthropic.APIStatusError as exc:
                 call.on_wire = False  # the API answered with an error: nothing billed
-                if not _retryable(exc) or attempt >= self.settings.max_retries:
+                if not _retryable(exc) or not self._retries.may_retry(attempt + 1):
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, exc.response.headers)
             except anthropic.APITimeoutError as exc:
@@ -423,12 +428,12 @@ class AnthropicJudge:
                 # its worst case, and a retry must fit the budget again.
                 self._settle(call)
                 call.reservation, call.on_wire = None, False
-                if attempt >= self.settings.max_retries:
+                if not self._retries.may_retry(attempt + 1):
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, None)
             except anthropic.APIConnectionError as exc:
                 call.on_wire = False  # refused or reset before an answer: not billed
-                if attempt >= self.settings.max_retries:
+                if not self._retries.may_retry(attempt + 1):
                     raise JudgeError(_describe(exc, attempt)) from exc
                 delay = self._backoff(attempt, None)
             attempt += 1
@@ -436,11 +441,10 @@ class AnthropicJudge:
             await self._sleep(delay)
 
     def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> float:
-        server = _retry_after(headers) if headers is not None else None
-        if server is not None:
-            return min(server, self.settings.backoff_max_s)
-        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2.0**attempt)
-        return ceiling * (0.5 + 0.5 * self._rng.random())  # jitter spreads a thundering herd
+        """The pause after failed attempt `attempt` (0-based): the server's hint, else the
+        policy's back-off."""
+        hint = retry_after_s(headers, self._wall_clock()) if headers is not None else None
+        return self._retries.delay(attempt + 1, self._rng, hint)
 
     def _answer(self, message: Message) -> str | dict[str, JSON]:
         if message.stop_reason == "max_tokens":
@@ -595,28 +599,7 @@ def _usage(message: Message) -> Usage:
 
 
 def _retryable(exc: anthropic.APIStatusError) -> bool:
-    should = exc.response.headers.get("x-should-retry")
-    if should in ("true", "false"):
-        return should == "true"
-    return exc.status_code in RETRYABLE_STATUS
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks to wait: `retry-after-ms`, else `retry-after` (seconds or date)."""
-    with contextlib.suppress(ValueError):
-        if "retry-after-ms" in headers:
-            return max(0.0, float(headers["retry-after-ms"]) / 1000.0)
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, float(parsedate_to_datetime(raw).timestamp()) - time.time())
-    except (TypeError, ValueError):
-        return None
+    return api_should_retry(exc.status_code, exc.response.headers)
 
 
 def _describe(exc: anthropic.APIError, retries: int) -> str:

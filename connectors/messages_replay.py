@@ -4,21 +4,25 @@
 `payload.request` or `payload.input`, or the message list as `payload.input`);
 `MessagesClient` sends it with httpx to `<base_url>/v1/messages` and turns the answer into
 what a `provider:end` payload holds (content, tool calls, usage, duration) or an error.
+Rate limits, overload, server errors and network errors are retried by the shared
+`connectors.retry_policy.BackoffPolicy` (the server's `retry-after` honoured, capped).
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from connectors.retry_policy import Attempt, BackoffPolicy, Sleep, api_should_retry, retry_after_s
+
 JSON = Any
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 1024
-RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
 def request_of(payload: JSON) -> dict[str, JSON] | None:
@@ -108,10 +112,19 @@ class MessagesClient:
         model: str | None = None,
         timeout_s: float = 120.0,
         retries: int = 2,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         self.model = model
         self.retries = retries
+        self.policy = BackoffPolicy(
+            initial_s=backoff_initial_s, max_s=backoff_max_s, max_attempts=retries + 1
+        )
+        self._sleep = sleep
+        self._rng = rng or random.Random()
         headers = {"anthropic-version": API_VERSION, "content-type": "application/json"}
         if api_key:
             headers["x-api-key"] = api_key
@@ -128,40 +141,34 @@ class MessagesClient:
         return body
 
     async def create(self, request: dict[str, JSON]) -> CandidateReply:
+        """The candidate's answer; after `retries` retries, the last error as a reply."""
         body = self.prepare(request)
         model = str(body.get("model") or "")
-        attempt = 0
-        while True:
+
+        async def attempt() -> Attempt[CandidateReply]:
             started = time.perf_counter()
             try:
                 response = await self._http.post("/v1/messages", json=body)
             except httpx.HTTPError as exc:
                 elapsed = (time.perf_counter() - started) * 1000.0
-                if attempt < self.retries:
-                    attempt += 1
-                    await asyncio.sleep(0.5 * 2**attempt)
-                    continue
-                return CandidateReply(model, elapsed, error=f"{type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                return Attempt(CandidateReply(model, elapsed, error=error), retryable=True)
             elapsed = (time.perf_counter() - started) * 1000.0
-            if response.status_code == 200:
-                return _reply(model, elapsed, response.json())
-            if response.status_code in RETRY_STATUSES and attempt < self.retries:
-                attempt += 1
-                await asyncio.sleep(_retry_after(response) or 0.5 * 2**attempt)
-                continue
-            return CandidateReply(
-                model, elapsed, error=_error_message(response), status=response.status_code
+            status = response.status_code
+            if status == 200:
+                return Attempt(_reply(model, elapsed, response.json()))
+            failed = CandidateReply(model, elapsed, error=_error_message(response), status=status)
+            return Attempt(
+                failed,
+                retryable=api_should_retry(status, response.headers),
+                retry_after_s=retry_after_s(response.headers, time.time()),
             )
+
+        last = await self.policy.run(attempt, rng=self._rng, sleep=self._sleep)
+        return last.result
 
     async def close(self) -> None:
         await self._http.aclose()
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return min(30.0, float(response.headers.get("retry-after", "")))
-    except ValueError:
-        return None
 
 
 def _error_message(response: httpx.Response) -> str:

@@ -26,6 +26,7 @@ from assertions.graders.human_review import (
 )
 from assertions.judge.prompt import as_text
 from stream.commands.user_error import UserError
+from stream.review_calibration import load_judge_scores
 
 JSON = Any
 
@@ -127,8 +128,6 @@ def rate_queue(
 ) -> int:
     """Rates the items `rater` has not rated; with judge scores, the items the judge and the
     human grade disagree on most come first (the judge's score itself is never shown)."""
-    from stream.review_calibration import load_judge_scores
-
     queue = load_queue(path)
     pending = queue.pending_for(rater)
     if judge_path is not None:

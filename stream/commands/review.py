@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 DEFAULT_FLOOR = 0.6
 
 
-def register(group: click.Group) -> None:
+def register(group: click.Group) -> None:  # noqa: PLR0915 - the commands' declarations
     @group.group()
     def review() -> None:
         """Human grading: rate a review queue in the terminal, see results and agreement."""
