@@ -189,12 +189,15 @@ def check(
     from assertions.reports.check_report import render_json, render_junit, render_markdown
     from stream.console.check_table import print_table
     from stream.console.consoles import output_console
-    from stream.evaluation_export import EvaluationExport, cli_export_settings
     from stream.offline import check_files
 
     loaded = load_common(suites, **common)
-    otlp = cli_export_settings(otlp_endpoint, otlp_mode)
-    export = EvaluationExport(otlp) if otlp is not None else None
+    export = None
+    if otlp_endpoint or otlp_mode:  # the exporter (httpx, metrics) only when asked for
+        from stream.evaluation_export import EvaluationExport, cli_export_settings
+
+        otlp = cli_export_settings(otlp_endpoint, otlp_mode)
+        export = EvaluationExport(otlp) if otlp is not None else None
     try:
         report = check_files(
             list(recordings),
