@@ -54,7 +54,7 @@ from assertions.harness.thresholds import (
 )
 from assertions.judge.protocol import Judge
 from assertions.wire.pricing import default_pricing
-from connectors.sandbox import SubprocessSandbox
+from connectors.code_runner import RefusingRunner, code_runner
 from connectors.targets.collect import Question, collect_outputs
 from connectors.targets.spec import parse_target
 from stream.commands.review import load_queue, save_queue
@@ -203,6 +203,7 @@ async def _grade(
     reviews: ReviewQueue | None,
     workers: int,
     progress: Progress,
+    no_sandbox: bool = False,
 ) -> list[ItemGrade]:
     judge: Judge | None = None
     if any(item.grader_type == "model" for item in items):
@@ -212,7 +213,15 @@ async def _grade(
             raise UserError(str(exc)) from exc
     runner: CodeRunner | None = None
     if any(isinstance(item.grader, FunctionOutputConfig) for item in items):
-        runner = SubprocessSandbox()
+        runner = code_runner(no_sandbox)
+        if isinstance(runner, RefusingRunner):
+            raise UserError(runner.reason + "; or pass --no-sandbox to run graded code unconfined")
+        if runner.isolation == "off":
+            click.echo(
+                "warning: the sandbox is off (--no-sandbox / EVALSTREAM_SANDBOX=off): graded code "
+                "runs as this user with its file system",
+                err=True,
+            )
     progress.begin("graded", len(items))
     try:
         return await grade_items(
@@ -383,6 +392,12 @@ def harness_group() -> None:
     show_default=True,
     help="Seconds per target run.",
 )
+@click.option(
+    "--no-sandbox",
+    is_flag=True,
+    help="Run function_output code without the bubblewrap sandbox (limits only; also "
+    "EVALSTREAM_SANDBOX=off). Only for code you trust on this machine.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Every item and attempt, not only failures.")
 @click.option(
     "--progress/--no-progress",
@@ -405,6 +420,7 @@ def run_command(
     judge_spec: str | None,
     workers: int | None,
     timeout_s: float,
+    no_sandbox: bool,
     verbose: bool,
     progress: bool | None,
 ) -> None:
@@ -451,7 +467,15 @@ def run_command(
         outputs = _run_target(target, asked, attempts, timeout_s, pool, shown)
     queue = _fill_queue(reviews_path, suite_name, items, outputs)
     grades = asyncio.run(
-        _grade(items, outputs, judge_spec=judge_spec, reviews=queue, workers=pool, progress=shown)
+        _grade(
+            items,
+            outputs,
+            judge_spec=judge_spec,
+            reviews=queue,
+            workers=pool,
+            progress=shown,
+            no_sandbox=no_sandbox,
+        )
     )
     report = build_report(
         grades,
