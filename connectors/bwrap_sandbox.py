@@ -46,6 +46,9 @@ SANDBOX_UID = 65534
 WORKDIR = "/sandbox"
 ROOT_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 PIPE_GRACE_S = 2.0
+# bwrap's own environment: its init (pid 1 in the sandbox) keeps it readable in
+# /proc/1/environ, so the evaluator's environment must never reach it.
+BWRAP_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
 
@@ -123,7 +126,9 @@ def probe_bwrap() -> BwrapProbe:
     python, prefix = base_interpreter()
     command = [binary, *namespace_arguments(), *view_arguments(prefix), python, "-I", "-c", ""]
     try:
-        probe = subprocess.run(command, capture_output=True, timeout=30, check=False, text=True)
+        probe = subprocess.run(
+            command, env=BWRAP_ENV, capture_output=True, timeout=30, check=False, text=True
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return BwrapProbe(binary, f"bwrap could not start: {exc}")
     if probe.returncode != 0:
@@ -200,6 +205,7 @@ def _run(
 ) -> SandboxRun:
     process = subprocess.Popen(
         command,
+        env=BWRAP_ENV,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

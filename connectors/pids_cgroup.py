@@ -13,11 +13,14 @@ import contextlib
 import functools
 import os
 import secrets
+import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 V1_ROOT = Path("/sys/fs/cgroup/pids")
 V2_ROOT = Path("/sys/fs/cgroup")
+REMOVE_WAIT_S = 2.0
 
 
 @functools.lru_cache(maxsize=1)
@@ -75,9 +78,27 @@ class PidsCgroup:
         return str(self.path / "cgroup.procs")
 
     def remove(self) -> None:
-        """Called once the run's processes are gone (the PID namespace died with its init)."""
+        """Called once the run is over. The kernel tears a dead PID namespace down
+        asynchronously, so members may linger a moment: they are killed, and the removal
+        retried for up to `REMOVE_WAIT_S`."""
+        deadline = time.monotonic() + REMOVE_WAIT_S
+        while True:
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+            self._kill_members()
+            time.sleep(0.01)
+
+    def _kill_members(self) -> None:
         with contextlib.suppress(OSError):
-            self.path.rmdir()
+            for line in (self.path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    os.kill(int(line), signal.SIGKILL)
 
 
 def join(procs_file: str) -> None:
