@@ -8,6 +8,7 @@ the evaluator (this test process) survives and nothing outside the sandbox chang
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -74,7 +75,8 @@ def test_the_suite_and_the_working_tree_are_not_there() -> None:
 
 
 def test_writes_outside_the_scratch_dir_are_refused(tmp_path: Path) -> None:
-    target = tmp_path / "planted.txt"
+    name = f"planted-{secrets.token_hex(4)}.txt"
+    target = tmp_path / name
     code = """
 def attempt(paths):
     outcomes = []
@@ -88,11 +90,12 @@ def attempt(paths):
     return outcomes
 """
     interpreter_dir = os.path.dirname(os.path.realpath(sys.executable))
-    paths = [str(target), "/usr/planted.txt", f"{interpreter_dir}/planted.txt"]
+    paths = [str(target), f"/usr/{name}", f"{interpreter_dir}/{name}"]
     _, case = grade(code, paths)
     assert not any(str(o).startswith("written") for o in case["output"]), case
     assert not target.exists()
-    assert not Path(interpreter_dir, "planted.txt").exists()
+    assert not Path("/usr", name).exists()
+    assert not Path(interpreter_dir, name).exists()
 
 
 def test_the_evaluator_cannot_be_signalled() -> None:
