@@ -195,6 +195,22 @@ def _run_target(
     )
 
 
+def _code_runner(items: Sequence[EvalItem], no_sandbox: bool) -> CodeRunner | None:
+    """The sandbox for `function_output` items; refused (exit 2) where it cannot start."""
+    if not any(isinstance(item.grader, FunctionOutputConfig) for item in items):
+        return None
+    runner = code_runner(no_sandbox)
+    if isinstance(runner, RefusingRunner):
+        raise UserError(runner.reason + "; or pass --no-sandbox to run graded code unconfined")
+    if runner.isolation == "off":
+        click.echo(
+            "warning: the sandbox is off (--no-sandbox / EVALSTREAM_SANDBOX=off): graded code "
+            "runs as this user with its file system",
+            err=True,
+        )
+    return runner
+
+
 async def _grade(
     items: Sequence[EvalItem],
     outputs: Mapping[str, JSON],
@@ -203,7 +219,7 @@ async def _grade(
     reviews: ReviewQueue | None,
     workers: int,
     progress: Progress,
-    no_sandbox: bool = False,
+    runner: CodeRunner | None,
 ) -> list[ItemGrade]:
     judge: Judge | None = None
     if any(item.grader_type == "model" for item in items):
@@ -211,17 +227,6 @@ async def _grade(
             judge = judge_from(judge_spec, pricing=default_pricing())
         except InputError as exc:
             raise UserError(str(exc)) from exc
-    runner: CodeRunner | None = None
-    if any(isinstance(item.grader, FunctionOutputConfig) for item in items):
-        runner = code_runner(no_sandbox)
-        if isinstance(runner, RefusingRunner):
-            raise UserError(runner.reason + "; or pass --no-sandbox to run graded code unconfined")
-        if runner.isolation == "off":
-            click.echo(
-                "warning: the sandbox is off (--no-sandbox / EVALSTREAM_SANDBOX=off): graded code "
-                "runs as this user with its file system",
-                err=True,
-            )
     progress.begin("graded", len(items))
     try:
         return await grade_items(
@@ -465,6 +470,11 @@ def run_command(
         # Human items' outputs only matter when they can go to a review queue.
         asked = [i for i in items if i.grader_type != "human" or reviews_path is not None]
         outputs = _run_target(target, asked, attempts, timeout_s, pool, shown)
+    runner = _code_runner(items, no_sandbox)
+    if runner is not None and runner.isolation == "off":
+        warnings.append(
+            "graded code ran without the sandbox (--no-sandbox / EVALSTREAM_SANDBOX=off)"
+        )
     queue = _fill_queue(reviews_path, suite_name, items, outputs)
     grades = asyncio.run(
         _grade(
@@ -474,7 +484,7 @@ def run_command(
             reviews=queue,
             workers=pool,
             progress=shown,
-            no_sandbox=no_sandbox,
+            runner=runner,
         )
     )
     report = build_report(
@@ -488,6 +498,7 @@ def run_command(
             "target": target,
             "outputs": outputs_path,
             "attempts": attempts,
+            "sandbox": runner.isolation if runner is not None else None,
             "filters": {
                 "category": list(categories),
                 "tag": list(tags),
