@@ -67,6 +67,8 @@ class FunctionOutputConfig(BaseModel):
     function_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     test_cases: list[FunctionTestCase] = Field(default_factory=list)
     timeout_per_case: float = Field(5.0, gt=0, le=600)
+    # Kept for the eval-harness file format; a suite cannot turn the sandbox off, only the
+    # person running the grader can (`--no-sandbox`, `EVALSTREAM_SANDBOX=off`).
     sandbox: bool = True
     memory_mb: int = Field(512, ge=64)
     cpu_seconds: float | None = Field(None, gt=0, description="Default: timeout_per_case.")
