@@ -126,7 +126,17 @@ def probe_bwrap() -> BwrapProbe:
     if binary is None:
         return BwrapProbe(None, f"bwrap (bubblewrap) is not on PATH; {INSTALL_HINT}")
     python, prefix = base_interpreter()
-    command = [binary, *namespace_arguments(), *view_arguments(prefix), python, "-I", "-c", ""]
+    tmpfs = ["--size", str(1 << 20), "--tmpfs", "/tmp"]
+    command = [
+        binary,
+        *namespace_arguments(),
+        *view_arguments(prefix),
+        *tmpfs,
+        python,
+        "-I",
+        "-c",
+        "",
+    ]
     try:
         probe = subprocess.run(
             command, env=BWRAP_ENV, capture_output=True, timeout=30, check=False, text=True
@@ -226,6 +236,9 @@ def _run(
         _kill_group(process)
         stdout, stderr = _drain(process)
     result = _read_result(root / RESULT_FILE)
+    if not timed_out and result is None and stderr.startswith("bwrap:"):
+        # bwrap itself failed to set the sandbox up: the runner's failure, not the code's
+        raise OSError(f"bwrap could not start the sandbox: {stderr.strip()[-500:]}")
     if process.returncode is not None and process.returncode < 0:
         timed_out = timed_out or -process.returncode in (signal.SIGXCPU, signal.SIGKILL)
     if process.returncode in (128 + signal.SIGXCPU, 128 + signal.SIGKILL) and result is None:

@@ -307,3 +307,19 @@ def test_without_bwrap_an_explicit_opt_out_runs_unsandboxed_and_says_so(
     assert result.status == "pass"
     assert result.details["sandbox"] == "off"
     assert bwrap_sandbox.probe_bwrap().error is not None  # bwrap really was out of reach
+
+
+class BrokenBwrap(BwrapSandbox):
+    """The real bwrap given an option it rejects: the sandbox cannot start."""
+
+    def command(self, *args: Any) -> list[str]:
+        real = super().command(*args)
+        return [real[0], "--no-such-option", *real[1:]]
+
+
+def test_a_sandbox_that_cannot_start_is_an_error_not_a_fail() -> None:
+    config = FunctionOutputConfig(function_name="f", test_cases=[{"args": [], "expected": 1}])
+    result = grade_function_output("def f():\n    return 1\n", config, BrokenBwrap())
+    assert result.status == "error"
+    assert result.error is not None
+    assert "bwrap could not start the sandbox" in result.error
