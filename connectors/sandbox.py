@@ -1,4 +1,5 @@
-"""Runs untrusted generated code in a subprocess with limits (a `CodeRunner`).
+"""Runs generated code in a plain subprocess with limits: the runner when the user opts out of
+the bubblewrap sandbox (`connectors.bwrap_sandbox`), which its grades report as `sandbox: off`.
 
 Per run:
 
@@ -14,8 +15,8 @@ Per run:
   still apply, but the code can reach the network (best effort, documented in
   docs/graders.md). `require_network_isolation=True` refuses to run without it.
 
-This is a sandbox against accidents and sloppy code, not a security boundary against a
-determined attacker (the code runs as the same user, with the same file system view).
+This guards against accidents and sloppy code only: the code runs as the evaluator's user
+and sees its whole file system and its processes.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def _limit(limits: SandboxLimits) -> None:
 
 class SubprocessSandbox:
     """`CodeRunner` over `subprocess`; see the module docstring for what it enforces."""
+
+    isolation = "off"
 
     def __init__(
         self,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the test tiers need when they are missing: a JDK and Maven (the
 # real Kafka broker), Debian's Prometheus (scrape and alert-rule tests), kcat (a real Kafka
-# client), Chromium (HTML report rendering) and docker-compose (to validate the compose file). Idempotent; needs root (as CI and the dev machines have).
+# client), Chromium (HTML report rendering), docker-compose (to validate the compose file) and bubblewrap
+# (the graded-code sandbox). Idempotent; needs root (as CI and the dev machines have).
 set -euo pipefail
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
@@ -14,6 +15,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 # amtool validates deploy/alertmanager/alertmanager.yml.
 command -v amtool >/dev/null 2>&1 || need+=(prometheus-alertmanager)
+# bubblewrap sandboxes the code the function_output grader runs.
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing system packages: ${need[*]} (install them, or run as root)" >&2

@@ -55,7 +55,7 @@ from assertions.harness.thresholds import (
 )
 from assertions.judge.protocol import Judge
 from assertions.wire.pricing import default_pricing
-from connectors.sandbox import SubprocessSandbox
+from connectors.code_runner import RefusingRunner, code_runner
 from connectors.targets.collect import Question, collect_outputs
 from connectors.targets.spec import parse_target
 from stream.commands.user_error import UserError
@@ -196,6 +196,22 @@ def _run_target(
     )
 
 
+def _code_runner(items: Sequence[EvalItem], no_sandbox: bool) -> CodeRunner | None:
+    """The sandbox for `function_output` items; refused (exit 2) where it cannot start."""
+    if not any(isinstance(item.grader, FunctionOutputConfig) for item in items):
+        return None
+    runner = code_runner(no_sandbox)
+    if isinstance(runner, RefusingRunner):
+        raise UserError(runner.reason + "; or pass --no-sandbox to run graded code unconfined")
+    if runner.isolation == "off":
+        click.echo(
+            "warning: the sandbox is off (--no-sandbox / EVALSTREAM_SANDBOX=off): graded code "
+            "runs as this user with its file system",
+            err=True,
+        )
+    return runner
+
+
 async def _grade(
     items: Sequence[EvalItem],
     outputs: Mapping[str, JSON],
@@ -204,6 +220,7 @@ async def _grade(
     reviews: ReviewQueue | None,
     workers: int,
     progress: Progress,
+    runner: CodeRunner | None,
 ) -> list[ItemGrade]:
     judge: Judge | None = None
     if any(item.grader_type == "model" for item in items):
@@ -211,9 +228,6 @@ async def _grade(
             judge = judge_from(judge_spec, pricing=default_pricing())
         except InputError as exc:
             raise UserError(str(exc)) from exc
-    runner: CodeRunner | None = None
-    if any(isinstance(item.grader, FunctionOutputConfig) for item in items):
-        runner = SubprocessSandbox()
     progress.begin("graded", len(items))
     try:
         return await grade_items(
@@ -317,6 +331,7 @@ def run(
     judge_spec: str | None,
     workers: int | None,
     timeout_s: float,
+    no_sandbox: bool,
     verbose: bool,
     progress: bool | None,
 ) -> None:
@@ -360,9 +375,22 @@ def run(
         # Human items' outputs only matter when they can go to a review queue.
         asked = [i for i in items if i.grader_type != "human" or reviews_path is not None]
         outputs = _run_target(target, asked, attempts, timeout_s, pool, shown)
+    runner = _code_runner(items, no_sandbox)
+    if runner is not None and runner.isolation == "off":
+        warnings.append(
+            "graded code ran without the sandbox (--no-sandbox / EVALSTREAM_SANDBOX=off)"
+        )
     queue = _fill_queue(reviews_path, suite_name, items, outputs)
     grades = asyncio.run(
-        _grade(items, outputs, judge_spec=judge_spec, reviews=queue, workers=pool, progress=shown)
+        _grade(
+            items,
+            outputs,
+            judge_spec=judge_spec,
+            reviews=queue,
+            workers=pool,
+            progress=shown,
+            runner=runner,
+        )
     )
     report = build_report(
         grades,
@@ -375,6 +403,7 @@ def run(
             "target": target,
             "outputs": outputs_path,
             "attempts": attempts,
+            "sandbox": runner.isolation if runner is not None else None,
             "filters": {
                 "category": list(categories),
                 "tag": list(tags),

@@ -1,10 +1,12 @@
 """Function output: run generated code on test cases and compare what the function returns.
 
 Pure part: the configuration, the harness script, the comparators and the aggregation. The
-code runs through an injected `CodeRunner` (`connectors.sandbox.SubprocessSandbox`: a
-subprocess with CPU, memory and file-size limits, a wall-clock timeout, a scratch directory
-and no network). Each test case runs in its own process, so one case's crash, hang or state
-cannot touch another, and each reports its own result.
+code runs through an injected `CodeRunner` (`connectors.bwrap_sandbox.BwrapSandbox`: a
+bubblewrap sandbox with its own namespaces, a read-only view of the interpreter only, and
+CPU, memory, file-size, process-count and wall-clock limits; chosen by
+`connectors.code_runner.code_runner`). Each test case runs in its own sandbox, so one case's
+crash, hang or state cannot touch another, and each reports its own result. The grade's
+details say what confined the code (`sandbox`: `bwrap`, or `off` when the user opted out).
 
 Generated code that crashes, times out or returns the wrong value *fails* its case; the
 grader reports `error` only when the runner itself could not run (it never passes then).
@@ -65,6 +67,8 @@ class FunctionOutputConfig(BaseModel):
     function_name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     test_cases: list[FunctionTestCase] = Field(default_factory=list)
     timeout_per_case: float = Field(5.0, gt=0, le=600)
+    # Kept for the eval-harness file format; a suite cannot turn the sandbox off, only the
+    # person running the grader can (`--no-sandbox`, `EVALSTREAM_SANDBOX=off`).
     sandbox: bool = True
     memory_mb: int = Field(512, ge=64)
     cpu_seconds: float | None = Field(None, gt=0, description="Default: timeout_per_case.")
@@ -83,6 +87,7 @@ class SandboxLimits:
     cpu_seconds: float
     memory_mb: int
     file_size_mb: int = 16
+    max_processes: int = 64
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,10 @@ class SandboxRun:
 
 
 class CodeRunner(Protocol):
+    #: what confines the code, reported in the grade's details: `bwrap`, or `off` when the
+    #: user opted out of the sandbox
+    isolation: str
+
     def run_python(
         self, files: Mapping[str, str], entry: str, stdin: str, limits: SandboxLimits
     ) -> SandboxRun:
@@ -201,11 +210,18 @@ def grade_function_output(
         try:
             run = runner.run_python(files, HARNESS_FILE, stdin, limits)
         except OSError as exc:
-            return GradeResult.errored(f"the sandbox could not run case {index}: {exc}")
+            return GradeResult.errored(
+                f"the sandbox could not run case {index}: {exc}", sandbox=runner.isolation
+            )
         results.append(_case_result(index, case, run))
     passed = sum(1 for r in results if r["passed"])
     return GradeResult(
         passed=passed == len(results),
         score=passed / len(results),
-        details={"test_results": results, "passed_count": passed, "total_count": len(results)},
+        details={
+            "test_results": results,
+            "passed_count": passed,
+            "total_count": len(results),
+            "sandbox": runner.isolation,
+        },
     )

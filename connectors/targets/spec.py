@@ -12,18 +12,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assertions.errors import InputError
 from connectors.targets.base import Target
 from connectors.targets.http_target import HttpTarget
 from connectors.targets.python_callable import CallableTarget
 from connectors.targets.subprocess_target import SubprocessTarget
 
 
-def parse_target(spec: str, base_dir: str | Path = ".") -> Target:
+def parse_target(spec: str, base_dir: str | Path = ".", *, sandbox: bool = False) -> Target:
+    """`sandbox=True` runs a `cmd:` target inside bubblewrap; other kinds refuse it."""
     spec = spec.strip()
+    if sandbox and not spec.startswith("cmd:"):
+        raise InputError(
+            f"--sandbox applies to cmd: targets only, not {spec!r} (a Python callable runs "
+            "inside the evaluator, an HTTP target elsewhere)"
+        )
     if spec.startswith(("http://", "https://")):
         return HttpTarget(spec)
     if spec.startswith("cmd:"):
-        return SubprocessTarget(spec[4:].strip(), cwd=base_dir)
+        return SubprocessTarget(spec[4:].strip(), cwd=base_dir, sandbox=sandbox)
     if spec.startswith("python:"):
         spec = spec[len("python:") :]
     return CallableTarget(spec, base_dir=base_dir)

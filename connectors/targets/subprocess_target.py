@@ -6,7 +6,8 @@ document to its stdin and closes it, and reads one signal object per stdout line
 come (a line without `timestamp` is stamped when it arrives). The environment also carries
 EVALSTREAM_CASE_ID and EVALSTREAM_EPISODE_ID. Exit status ≠ 0 is a target error with the end
 of stderr. On timeout or cancellation the whole process group gets SIGTERM, then SIGKILL after
-`kill_grace_s`: nothing is left running.
+`kill_grace_s`: nothing is left running. With `sandbox=True` the command runs inside bubblewrap
+(`connectors.targets.sandboxed_command`) with none of the evaluator's environment.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import orjson
 
 from assertions.errors import InputError, TargetError
 from connectors.targets.base import TargetCall, TargetOutput
+from connectors.targets.sandboxed_command import sandboxed_argv
 
 JSON = Any
 STDERR_TAIL = 600
@@ -38,6 +40,7 @@ class SubprocessTarget:
         cwd: str | Path | None = None,
         env: dict[str, str] | None = None,
         kill_grace_s: float = 2.0,
+        sandbox: bool = False,
     ) -> None:
         self.command = command
         self.argv = shlex.split(command)
@@ -46,6 +49,9 @@ class SubprocessTarget:
         self.cwd = str(cwd) if cwd is not None else None
         self.env = env or {}
         self.kill_grace_s = kill_grace_s
+        self.sandbox = sandbox
+        if sandbox:  # fail now, naming the fix, rather than at the first case
+            sandboxed_argv(self.argv, self.cwd or ".", {})
 
     def describe(self) -> str:
         return f"cmd:{self.command}"
@@ -54,15 +60,18 @@ class SubprocessTarget:
         return None
 
     async def run(self, call: TargetCall) -> TargetOutput:
-        env = {
-            **os.environ,
+        own = {
             **self.env,
             "EVALSTREAM_CASE_ID": call.case_id,
             "EVALSTREAM_EPISODE_ID": call.episode_id,
         }
+        argv, env = self.argv, {**os.environ, **own}
+        if self.sandbox:
+            argv = sandboxed_argv(self.argv, self.cwd or ".", own)
+            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # bwrap's own: see bwrap_sandbox
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv,
+                *argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -334,6 +334,12 @@ def register(group: click.Group) -> None:
     help="KEY=VALUE handed to the target (recorder.config; repeatable).",
 )
 @click.option("--variant-id", help="Label this run as a variant (for comparisons).")
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Run a cmd: target inside the bubblewrap sandbox: read-only view of what it needs "
+    "to start, none of this user's other files, processes, environment or network.",
+)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Save the run as JSON here.")
 @click.option(
     "--profile",
@@ -365,6 +371,7 @@ def eval_command(
     target: str,
     config_pairs: tuple[str, ...],
     variant_id: str | None,
+    sandbox: bool,
     out: str | None,
     profile: str | None,
     pass_hat: PassHat,
@@ -391,7 +398,7 @@ def eval_command(
     try:
         runner = DatasetRunner(
             suite,
-            parse_target(target),
+            parse_target(target, sandbox=sandbox),
             settings,
             judge=_judge(judge_spec, costs),
             pricing=costs,

@@ -103,6 +103,12 @@ def harness_group() -> None:
     show_default=True,
     help="Seconds per target run.",
 )
+@click.option(
+    "--no-sandbox",
+    is_flag=True,
+    help="Run function_output code without the bubblewrap sandbox (limits only; also "
+    "EVALSTREAM_SANDBOX=off). Only for code you trust on this machine.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Every item and attempt, not only failures.")
 @click.option(
     "--progress/--no-progress",
@@ -125,6 +131,7 @@ def run_command(
     judge_spec: str | None,
     workers: int | None,
     timeout_s: float,
+    no_sandbox: bool,
     verbose: bool,
     progress: bool | None,
 ) -> None:
@@ -148,6 +155,7 @@ def run_command(
         judge_spec=judge_spec,
         workers=workers,
         timeout_s=timeout_s,
+        no_sandbox=no_sandbox,
         verbose=verbose,
         progress=progress,
     )

@@ -331,3 +331,27 @@ def test_report_of_something_else_is_an_input_error(tmp_path: Path) -> None:
     done = harness("harness", "report", "--results", str(other))
     assert done.returncode == 2
     assert "not a harness result" in done.stderr
+
+
+def test_code_graders_need_the_sandbox_or_an_explicit_opt_out(tmp_path: Path) -> None:
+    """Without bwrap on PATH the function_output item is refused (exit 2, naming the fix);
+    `--no-sandbox` runs it unconfined and says so; with bwrap the grade says `bwrap`."""
+    common = ("harness", "run", "--suite", str(SUITE), "--outputs", str(OUTPUTS))
+    code_only = ("--grader-type", "code", "--threshold", "pass_at_1=0")
+    no_bwrap = {**no_judge_env(), "PATH": str(tmp_path)}
+    refused = harness(*common, *code_only, env=no_bwrap)
+    assert refused.returncode == 2, refused.stderr + refused.stdout
+    assert "install bubblewrap" in refused.stderr
+    assert "--no-sandbox" in refused.stderr
+
+    result = tmp_path / "off.json"
+    opted_out = harness(*common, *code_only, "--no-sandbox", "--report", str(result), env=no_bwrap)
+    assert opted_out.returncode == 0, opted_out.stderr + opted_out.stdout
+    assert "the sandbox is off" in opted_out.stderr
+    assert report_of(result)["metadata"]["environment"]["sandbox"] == "off"
+
+    if shutil.which("bwrap") is not None:
+        result = tmp_path / "bwrap.json"
+        sandboxed = harness(*common, *code_only, "--report", str(result))
+        assert sandboxed.returncode == 0, sandboxed.stderr + sandboxed.stdout
+        assert report_of(result)["metadata"]["environment"]["sandbox"] == "bwrap"
