@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the gateway (issue 5) against a real Kafka broker.
+"""Benchmark of the gateway against a real Kafka broker.
 
     .venv/bin/python bench/gateway_bench.py [--batches 400] [--concurrency 8] [--calls 300]
 

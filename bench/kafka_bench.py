@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of the Kafka worker through a real broker (issue 3, item 8).
+"""Benchmark of the Kafka worker through a real broker.
 
     .venv/bin/python bench/kafka_bench.py [--bootstrap HOST:PORT] [--episodes 3000]
         [--open 10000,100000] [--latency-seconds 20] [--live-seconds 10] [--quick] [--pin]

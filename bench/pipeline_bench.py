@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The worker's in-process pipeline, per signal (issue 3, item 8).
+"""The worker's in-process pipeline, per signal.
 
     .venv/bin/python bench/pipeline_bench.py [--episodes 600] [--repeat 5] [--profile] [--scoring]
     .venv/bin/python bench/pipeline_bench.py --fingerprint

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of five-dimension scoring and alert detection (issue 4 item 7).
+"""Benchmark of five-dimension scoring and alert detection.
 
     .venv/bin/python bench/scoring_bench.py [--episodes 10000] [--repeat 5] [--profile]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Machine instructions per scored episode, counted by valgrind (issue 4 item 7, a/b).
+"""Machine instructions per scored episode, counted by valgrind (a/b).
 
     .venv/bin/python bench/scoring_instructions.py [--episodes 2000]
 

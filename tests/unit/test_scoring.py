@@ -1,4 +1,4 @@
-"""Five-dimension scoring: every rule of issue 4 item 1 at its boundaries."""
+"""Five-dimension scoring: every rule of the scoring design at its boundaries."""
 
 from __future__ import annotations
 
