@@ -55,9 +55,9 @@ from assertions.alerting.regression import RegressionDetector
 from assertions.evaluation.assembly import CloseReason, CloseRules
 from assertions.scores.stage import ScoringSettings, ScoringStage
 from assertions.suite_format.suites import Suite, load_suite
-from connectors.evaluation_events import episode_events, verdict_event
-from connectors.otlp_encode import encode_logs, encode_spans
-from connectors.otlp_export import ExportStats, OtlpExportSettings, resolve_settings
+from connectors.otel_export.evaluation_events import episode_events, verdict_event
+from connectors.otel_export.otlp_encode import encode_logs, encode_spans
+from connectors.otel_export.otlp_export import ExportStats, OtlpExportSettings, resolve_settings
 from stream.evaluation_export import EvaluationExport
 from stream.kafka_worker.signals_consumer import BATCH_RECORDS
 from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline

@@ -22,9 +22,9 @@ from assertions.graders.function_output import (
     FunctionOutputConfig,
     grade_function_output,
 )
-from connectors.bwrap_sandbox import BwrapSandbox
-from connectors.pids_cgroup import pids_parent
-from connectors.sandbox import SubprocessSandbox
+from connectors.sandboxing.bwrap import BwrapSandbox
+from connectors.sandboxing.limited_subprocess import SubprocessSandbox
+from connectors.sandboxing.pids_cgroup import pids_parent
 
 CODE = "def double(x):\n    return 2 * x\n"
 CONFIG = FunctionOutputConfig(

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from assertions.judge.protocol import Judge
     from assertions.suite_format.suites import Suite
     from assertions.wire.pricing import PricingTable
-    from connectors.otlp_export import ExportStats
+    from connectors.otel_export.otlp_export import ExportStats
     from stream.settings import WorkerSettings
     from stream.telemetry.metrics import PipelineMetrics
 

@@ -30,7 +30,7 @@ from assertions.scores.stage import ScoringSettings, ScoringStage
 from assertions.suite_format.suites import Suite
 from assertions.wire.pricing import PricingTable
 from connectors.alert_sinks import AlertSinks
-from connectors.otlp_export import OtlpExportSettings
+from connectors.otel_export.otlp_export import OtlpExportSettings
 from stream.alerting import AlertFanout, build_alert_sinks
 from stream.console.rejections import RejectionLog
 from stream.evaluation_export import EvaluationExport, ExportingSink

@@ -4,8 +4,9 @@
 `ExportingSink` wraps a pipeline sink: an early verdict becomes an event when it is
 published; at close, the episode record gives the other verdicts and the scores (it carries
 the episode's attributes, which a verdict record does not). `check` offers its closed
-episodes' records whole (`offer_episode`). Mapping is connectors/evaluation_events.py, the
-export thread connectors/otlp_export.py: evaluation never waits for the network.
+episodes' records whole (`offer_episode`). Mapping is
+connectors/otel_export/evaluation_events.py, the export thread
+connectors/otel_export/otlp_export.py: evaluation never waits for the network.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from assertions.errors import InputError
-from connectors.evaluation_events import episode_events, verdict_event
-from connectors.otlp_export import (
+from connectors.otel_export.evaluation_events import episode_events, verdict_event
+from connectors.otel_export.otlp_export import (
     MODES,
     ExportStats,
     OtlpExporter,

@@ -55,7 +55,7 @@ from assertions.harness.thresholds import (
 )
 from assertions.judge.protocol import Judge
 from assertions.wire.pricing import default_pricing
-from connectors.code_runner import RefusingRunner, code_runner
+from connectors.sandboxing.code_runner import RefusingRunner, code_runner
 from connectors.targets.collect import Question, collect_outputs
 from connectors.targets.spec import parse_target
 from stream.commands.user_error import UserError

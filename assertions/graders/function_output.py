@@ -1,11 +1,11 @@
 """Function output: run generated code on test cases and compare what the function returns.
 
 Pure part: the configuration, the harness script, the comparators and the aggregation. The
-code runs through an injected `CodeRunner` (`connectors.bwrap_sandbox.BwrapSandbox`: a
+code runs through an injected `CodeRunner` (`connectors.sandboxing.bwrap.BwrapSandbox`: a
 bubblewrap sandbox with its own namespaces, a read-only view of the interpreter only, and
 CPU, memory, file-size, process-count and wall-clock limits; chosen by
-`connectors.code_runner.code_runner`). Each test case runs in its own sandbox, so one case's
-crash, hang or state cannot touch another, and each reports its own result. The grade's
+`connectors.sandboxing.code_runner.code_runner`). Each test case runs in its own sandbox, so one
+case's crash, hang or state cannot touch another, and each reports its own result. The grade's
 details say what confined the code (`sandbox`: `bwrap`, or `off` when the user opted out).
 
 Generated code that crashes, times out or returns the wrong value *fails* its case; the

@@ -1,6 +1,6 @@
 """The bubblewrap sandbox around a `cmd:` target (`evalstream eval DATASET --sandbox`).
 
-The command runs with the graders' sandbox settings (`connectors.bwrap_sandbox`): new PID,
+The command runs with the graders' sandbox settings (`connectors.sandboxing.bwrap`): new PID,
 network, IPC, UTS, user and cgroup namespaces (so no network: for agents that run offline or
 against a recorded model), uid 65534 without capabilities, a new session, and a read-only
 view of `/usr`, the root links and the evaluator's interpreter prefix. On top, read-only, it
@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 from assertions.errors import InputError
-from connectors.bwrap_sandbox import (
+from connectors.sandboxing.bwrap import (
     base_interpreter,
     namespace_arguments,
     probe_bwrap,

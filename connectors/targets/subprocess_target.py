@@ -68,7 +68,7 @@ class SubprocessTarget:
         argv, env = self.argv, {**os.environ, **own}
         if self.sandbox:
             argv = sandboxed_argv(self.argv, self.cwd or ".", own)
-            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # bwrap's own: see bwrap_sandbox
+            env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}  # bwrap's own: see sandboxing.bwrap
         try:
             proc = await asyncio.create_subprocess_exec(
                 *argv,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import click
 
-# The exporter's modes (connectors.otlp_export.MODES; a unit test keeps the two equal).
+# The exporter's modes (connectors.otel_export.otlp_export.MODES; a unit test keeps the two equal).
 OTLP_MODES = ("logs", "spans")
 ENDPOINT_HELP = (
     "Also export verdicts and scores as OpenTelemetry `gen_ai.evaluation.result` events to "

@@ -24,7 +24,7 @@ from stream.commands.user_error import UserError
 if TYPE_CHECKING:
     from connectors.files.recording import EpisodeRename
     from connectors.kafka.topic_io import TopicSlice
-    from connectors.otlp_export import OtlpExportSettings
+    from connectors.otel_export.otlp_export import OtlpExportSettings
     from stream.evaluation_export import EvaluationExport
     from stream.jsonl_records import JsonlRecords
     from stream.recordings.replay import Pacer, PipelineTarget, TopicTarget

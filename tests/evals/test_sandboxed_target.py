@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from assertions.errors import InputError
-from connectors.bwrap_sandbox import probe_bwrap
+from connectors.sandboxing.bwrap import probe_bwrap
 from connectors.targets.spec import parse_target
 from stream.evalruns.runner import RunSettings, run_dataset
 from tests.evals.conftest import make_suite

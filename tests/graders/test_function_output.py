@@ -11,7 +11,7 @@ import pytest
 
 from assertions.graders import FunctionOutputConfig, grade_function_output
 from assertions.graders.function_output import HARNESS_FILE, SandboxLimits
-from connectors.sandbox import SubprocessSandbox, detect_network_isolation
+from connectors.sandboxing.limited_subprocess import SubprocessSandbox, detect_network_isolation
 
 JSON = Any
 

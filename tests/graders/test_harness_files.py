@@ -22,7 +22,7 @@ from assertions.harness.grading import ItemGrade, grade_items
 from assertions.harness.loader import load_evals
 from assertions.harness.report import build_report, render_markdown
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
-from connectors.sandbox import SubprocessSandbox
+from connectors.sandboxing.limited_subprocess import SubprocessSandbox
 from tests.graders.judge_helpers import verdict
 from tests.support.messages_api import MessagesAPIServer, MessagesRequest, Reply
 

@@ -21,9 +21,9 @@ import pytest
 
 from assertions.graders.function_output import FunctionOutputConfig, grade_function_output
 from assertions.graders.result import GradeResult
-from connectors import bwrap_sandbox
-from connectors.bwrap_sandbox import BwrapSandbox, probe_bwrap
-from connectors.code_runner import RefusingRunner, code_runner
+from connectors.sandboxing import bwrap as bwrap_sandbox
+from connectors.sandboxing.bwrap import BwrapSandbox, probe_bwrap
+from connectors.sandboxing.code_runner import RefusingRunner, code_runner
 
 TIMEOUT_S = 2.0
 LIVENESS_MARGIN_S = 10.0

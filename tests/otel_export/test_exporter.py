@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from connectors.evaluation_events import verdict_event
-from connectors.otlp_export import OtlpExporter, OtlpExportSettings, resolve_settings
+from connectors.otel_export.evaluation_events import verdict_event
+from connectors.otel_export.otlp_export import OtlpExporter, OtlpExportSettings, resolve_settings
 from stream.evaluation_export import EvaluationExport
 from stream.pipeline import EPISODES, VERDICTS, MemorySink
 from stream.telemetry.metrics import PipelineMetrics

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connectors.evaluation_events import episode_events
+from connectors.otel_export.evaluation_events import episode_events
 from stream.dev_kafka import KafkaBroker
 from stream.offline import check_files
 from tests.kafka.helpers import Deployment, produce

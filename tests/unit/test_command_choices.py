@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from assertions.graders.calibration import DEFAULT_FLOOR as CALIBRATION_FLOOR
 from assertions.harness.report import REPORT_FORMATS as HARNESS_FORMATS
-from connectors.otlp_export import MODES
+from connectors.otel_export.otlp_export import MODES
 from stream.commands.harness import REPORT_FORMATS
 from stream.commands.otlp_options import OTLP_MODES
 from stream.commands.review import DEFAULT_FLOOR

@@ -13,7 +13,7 @@ import pytest
 from assertions.evaluation.assembly import CloseRules
 from assertions.suite_format.suites import parse_suite
 from connectors.codecs.otlp_genai import otlp_signals
-from connectors.evaluation_events import (
+from connectors.otel_export.evaluation_events import (
     EVENT_NAME,
     derived_span,
     episode_events,
@@ -21,7 +21,12 @@ from connectors.evaluation_events import (
     score_events,
     verdict_event,
 )
-from connectors.otlp_export import OtlpExportError, parse_pairs, resolve_settings, signal_url
+from connectors.otel_export.otlp_export import (
+    OtlpExportError,
+    parse_pairs,
+    resolve_settings,
+    signal_url,
+)
 from stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 
 JSON = Any
@@ -301,7 +306,7 @@ def test_the_wire_encoding_decodes_with_opentelemetry_proto() -> None:
         ExportTraceServiceRequest,
     )
 
-    from connectors.otlp_encode import encode_logs, encode_spans  # noqa: PLC0415
+    from connectors.otel_export.otlp_encode import encode_logs, encode_spans  # noqa: PLC0415
 
     long_message = "é" * 300 + "\udc80"  # over 127 bytes, non-ASCII, a lone surrogate
     event = verdict_event(verdict(verdict="error", message=f"KeyError: {long_message}"), NOW_NS)

@@ -1,5 +1,5 @@
 """Runs generated code in a plain subprocess with limits: the runner when the user opts out of
-the bubblewrap sandbox (`connectors.bwrap_sandbox`), which its grades report as `sandbox: off`.
+the bubblewrap sandbox (`connectors.sandboxing.bwrap`), which its grades report as `sandbox: off`.
 
 Per run:
 

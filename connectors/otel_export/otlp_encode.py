@@ -13,7 +13,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from connectors.evaluation_events import EVENT_NAME, NAME, EvaluationEvent
+from connectors.otel_export.evaluation_events import EVENT_NAME, NAME, EvaluationEvent
 
 AttrValue = str | int | float | bool
 SEVERITY_INFO, SEVERITY_WARN = 9, 13

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assertions.graders.function_output import RESULT_FILE, SandboxLimits, SandboxRun
-from connectors.pids_cgroup import PidsCgroup, join
+from connectors.sandboxing.pids_cgroup import PidsCgroup, join
 
 OUTPUT_LIMIT = 10_000
 SANDBOX_UID = 65534

@@ -1,4 +1,4 @@
-"""Evaluation events out over OTLP/HTTP (protobuf, connectors/otlp_encode.py), in the
+"""Evaluation events out over OTLP/HTTP (protobuf, connectors/otel_export/otlp_encode.py), in the
 exporter's own thread.
 
 Two modes:
@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from assertions.errors import InputError
-from connectors.evaluation_events import EvaluationEvent
-from connectors.otlp_encode import encode_logs, encode_spans
+from connectors.otel_export.evaluation_events import EvaluationEvent
+from connectors.otel_export.otlp_encode import encode_logs, encode_spans
 
 MODES = ("logs", "spans")
 SIGNALS = {"logs": "logs", "spans": "traces"}  # mode -> OTLP signal (path and metric label)

@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping
 
 from assertions.graders.function_output import CodeRunner, SandboxLimits, SandboxRun
-from connectors.bwrap_sandbox import BwrapSandbox, SandboxUnavailableError, probe_bwrap
-from connectors.sandbox import SubprocessSandbox
+from connectors.sandboxing.bwrap import BwrapSandbox, SandboxUnavailableError, probe_bwrap
+from connectors.sandboxing.limited_subprocess import SubprocessSandbox
 
 SANDBOX_ENV = "EVALSTREAM_SANDBOX"
 OPT_OUT_VALUES = frozenset({"off", "0", "false", "no"})
