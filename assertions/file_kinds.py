@@ -3,8 +3,8 @@
 evalstream's commands read different files: signal JSONL (`check`, `up`), topic recordings
 (`replay`), episode-store exports (`score`, `nightly`), suites and datasets (`check --suite`,
 `eval`), saved runs (`compare`, `report`, `eval-report`), score runs (`report`), review queues
-(`review`), and the eval-harness and skill-eval files of the Python API. A file given to the
-wrong command fails on every record with the same field error; the commands call
+(`review`), eval-harness suites (`harness run`) and the skill-eval files of the Python API.
+A file given to the wrong command fails on every record with the same field error; the commands call
 `other_kind_message` on that error path only (never on the happy path), so the user reads one
 line naming the kind the file looks like, the evidence, and the command that reads it.
 
@@ -86,9 +86,8 @@ KINDS: dict[FileKind, KindInfo] = {
     ),
     FileKind.EVAL_HARNESS: KindInfo(
         "eval-harness suites and eval files",
-        "the Python API (no command reads them)",
-        ("assertions.harness.loader.load_evals('{path}')",),
-        python=True,
+        "`evalstream harness run`",
+        ("evalstream harness run --suite {path} --outputs OUTPUTS.json",),
     ),
     FileKind.SKILL_EVAL: KindInfo(
         "skill-eval files",

@@ -129,6 +129,30 @@ def suite_file(path: str) -> Suite:
         return load_suite(path)
 
 
+def _refuse_other_kinds(sources: tuple[str, ...]) -> None:
+    """Before `up` starts: a source file whose first line is no signal and that looks like
+    another kind of file (a store export, a suite...) is the user's error naming the command
+    that reads it, not one rejection per line of a live run. Pipes and files still empty
+    (followed as they grow) are left to the run."""
+    from assertions.errors import WrongFileKindError
+    from assertions.file_kinds import FileKind
+    from connectors.codecs.jsonl import Rejected, read_signals
+    from connectors.files.file_kinds import raise_if_other_kind
+
+    for path in sources:
+        if path == "-" or not Path(path).is_file():
+            continue
+        try:
+            first = next(read_signals(path), None)
+        except InputError as exc:
+            raise UserError(str(exc)) from exc
+        if isinstance(first, Rejected):
+            try:
+                raise_if_other_kind(path, FileKind.SIGNALS)
+            except WrongFileKindError as exc:
+                raise UserError(str(exc)) from exc
+
+
 def load_common(
     suites: tuple[str, ...],
     pricing: str | None,
@@ -307,6 +331,7 @@ def up(
     from stream.telemetry.metrics import PipelineMetrics
 
     loaded = load_common(suites, **common)
+    _refuse_other_kinds(sources)
     try:
         scoring_settings = load_scoring_settings(scoring) if scoring else None
     except InputError as exc:

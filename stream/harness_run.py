@@ -31,6 +31,7 @@ from typing import Any
 import click
 
 from assertions.errors import InputError
+from assertions.file_kinds import FileKind
 from assertions.graders.function_output import CodeRunner, FunctionOutputConfig
 from assertions.graders.human_review import ReviewQueue
 from assertions.harness.grading import ItemGrade, grade_items
@@ -55,6 +56,7 @@ from assertions.harness.thresholds import (
 )
 from assertions.judge.protocol import Judge
 from assertions.wire.pricing import default_pricing
+from connectors.files.file_kinds import expecting
 from connectors.sandboxing.code_runner import RefusingRunner, code_runner
 from connectors.targets.collect import Question, collect_outputs
 from connectors.targets.spec import parse_target
@@ -106,8 +108,11 @@ def _report_targets(paths: Sequence[str], fmt: str | None) -> list[tuple[Path, s
 
 
 def _load(path: str) -> LoadedEvals:
+    """The suite; a file of another kind (signals, a store export...) says which command
+    reads it instead of listing the eval-harness fields it lacks."""
     try:
-        loaded = load_evals(path)
+        with expecting(path, FileKind.EVAL_HARNESS):
+            loaded = load_evals(path)
     except InputError as exc:
         raise UserError(str(exc)) from exc
     if not loaded.items:

@@ -34,6 +34,7 @@ REPORT = "`evalstream report`"
 SUITES = "`evalstream check --suite` and `evalstream eval`"
 RUNS = "`evalstream compare`, `eval --baseline`, `report` and `eval-report`"
 PYTHON = "the Python API"
+HARNESS = "`evalstream harness run`"
 
 
 def run_command(*args: str) -> subprocess.CompletedProcess[str]:
@@ -104,12 +105,12 @@ PAIRINGS = [
     (["compare", "FILE", "FILE"], "store-json", "an episode-store export", SCORE),
     (["report", "FILE"], "store-json", "an episode-store export", SCORE),
     # eval-harness suites and eval files (the Python API reads them)
-    (["check", "--suite", str(SUITE), "FILE"], "harness-suite", "an eval-harness suite", PYTHON),
-    (["check", "--suite", "FILE", str(SIGNALS)], "harness-suite", "an eval-harness suite", PYTHON),
-    (["eval", "FILE", "--target", AGENT], "harness-suite", "an eval-harness suite", PYTHON),
-    (["score", "FILE"], "harness-suite", "an eval-harness suite", PYTHON),
-    (["check", "--suite", str(SUITE), "FILE"], "harness-eval", "an eval-harness eval", PYTHON),
-    (["eval", "FILE", "--target", AGENT], "harness-items", "an eval-harness eval", PYTHON),
+    (["check", "--suite", str(SUITE), "FILE"], "harness-suite", "an eval-harness suite", HARNESS),
+    (["check", "--suite", "FILE", str(SIGNALS)], "harness-suite", "an eval-harness suite", HARNESS),
+    (["eval", "FILE", "--target", AGENT], "harness-suite", "an eval-harness suite", HARNESS),
+    (["score", "FILE"], "harness-suite", "an eval-harness suite", HARNESS),
+    (["check", "--suite", str(SUITE), "FILE"], "harness-eval", "an eval-harness eval", HARNESS),
+    (["eval", "FILE", "--target", AGENT], "harness-items", "an eval-harness eval", HARNESS),
     # skill-eval files (the Python API reads them)
     *[
         (["check", "--suite", str(SUITE), "FILE"], f"skill-{name}", f"{name}.json", PYTHON)
@@ -128,6 +129,16 @@ PAIRINGS = [
     (["score", "FILE"], "suite", "an evalstream suite", SUITES),
     (["check", "--suite", str(SUITE), "FILE"], "recording", "a topic recording", REPLAY),
     (["check", "--suite", str(SUITE), "FILE"], "reviews", "a review queue", "`evalstream review`"),
+    # the embedded runtime and the eval-harness command
+    (["up", "--suite", str(SUITE), "FILE"], "store", "an episode-store export", SCORE),
+    (["up", "--suite", str(SUITE), "FILE"], "harness-suite", "an eval-harness suite", HARNESS),
+    (["harness", "run", "--suite", "FILE", "--outputs", "FILE"], "signals", "signal JSONL", CHECK),
+    (
+        ["harness", "run", "--suite", "FILE", "--outputs", "FILE"],
+        "suite",
+        "an evalstream suite",
+        SUITES,
+    ),
 ]
 
 
