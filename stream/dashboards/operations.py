@@ -1,5 +1,5 @@
 """The operations dashboard: workers, Kafka consumer lag, dead letters, evaluation latency,
-the LLM judge (calls, cost, latency), alert delivery and memory."""
+the LLM judge (calls, cost, latency), evaluation events to OTLP, alert delivery and memory."""
 
 from __future__ import annotations
 
@@ -116,6 +116,15 @@ def build(datasource_uid: str) -> Board:
         ],
         unit="s",
         width=8,
+    )
+
+    b.row("Evaluations to OpenTelemetry")
+    b.timeseries(
+        "Evaluation events to OTLP",
+        "Evaluation events per second on their way to the OTLP endpoint (--otlp-endpoint), "
+        "by outcome: sent, dropped (queue full), failed (refused or retries exhausted).",
+        [Query(rate("evalstream_otlp_export_events_total", group=["outcome"]), "{{outcome}}")],
+        stacked=True,
     )
 
     b.row("Episodes and alert delivery")

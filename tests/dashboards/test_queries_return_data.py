@@ -19,6 +19,7 @@ from stream.dashboards import generate
 from stream.dev_kafka import KafkaBroker
 from tests.graders.judge_helpers import KEYWORDS, honest_judge
 from tests.kafka.helpers import Deployment
+from tests.otel_export.receiver import otlp_receiver
 from tests.prometheus.conftest import PrometheusServer
 from tests.replay.helpers import REPO, cli
 from tests.scoring.http_peer import ScriptedServer
@@ -91,6 +92,8 @@ def scraped(
     port = free_port()
     hook = ScriptedServer(default_status=400).__enter__()  # refuses: a counted failure
     judge = MessagesAPIServer(handler=honest_judge(KEYWORDS)).start()
+    otlp = otlp_receiver()  # the worker exports its evaluations: the OTLP panel has data
+    receiver = otlp.__enter__()
     scoring = workdir / "scoring.yaml"
     scoring.write_text(SCORING_YAML.format(url=hook.url("/alerts")))
     judged = workdir / "judged.yaml"
@@ -101,6 +104,7 @@ def scraped(
     dep.extra_env["EVALSTREAM_SCORING"] = str(scoring)
     dep.extra_env["ANTHROPIC_API_KEY"] = "sk-ant-test-key"
     dep.extra_env["ANTHROPIC_BASE_URL"] = judge.base_url
+    dep.extra_env["EVALSTREAM_OTLP_ENDPOINT"] = receiver.url
     dep.create_topics()
     server: PrometheusServer | None = None
     try:
@@ -144,6 +148,7 @@ def scraped(
             server.stop()
         dep.stop_all()
         judge.stop()
+        otlp.__exit__(None, None, None)
         hook.__exit__(None, None, None)
 
 
