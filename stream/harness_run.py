@@ -183,9 +183,11 @@ def _run_target(
     timeout_s: float,
     concurrency: int,
     shown: Progress,
+    *,
+    sandbox: bool = False,
 ) -> dict[str, JSON]:
     try:
-        agent = parse_target(spec)
+        agent = parse_target(spec, sandbox=sandbox)
     except InputError as exc:
         raise UserError(str(exc)) from exc
     questions = [Question(item.key, item.input, timeout_s) for item in items]
@@ -336,6 +338,7 @@ def run(
     judge_spec: str | None,
     workers: int | None,
     timeout_s: float,
+    sandbox_target: bool,
     no_sandbox: bool,
     verbose: bool,
     progress: bool | None,
@@ -343,6 +346,8 @@ def run(
     """`harness run`: grade, report, gate (exits 0 pass, 1 blocked; UserError for bad input)."""
     if (target is None) == (outputs_path is None):
         raise UserError("give exactly one of --target SPEC (run it) or --outputs FILE (recorded)")
+    if sandbox_target and target is None:
+        raise UserError("--sandbox runs the --target in the sandbox; with --outputs nothing runs")
     if attempts < 1:
         raise UserError(f"--attempts must be at least 1, got {attempts}")
     if timeout_s <= 0:
@@ -379,7 +384,9 @@ def run(
         assert target is not None
         # Human items' outputs only matter when they can go to a review queue.
         asked = [i for i in items if i.grader_type != "human" or reviews_path is not None]
-        outputs = _run_target(target, asked, attempts, timeout_s, pool, shown)
+        outputs = _run_target(
+            target, asked, attempts, timeout_s, pool, shown, sandbox=sandbox_target
+        )
     runner = _code_runner(items, no_sandbox)
     if runner is not None and runner.isolation == "off":
         warnings.append(

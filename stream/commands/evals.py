@@ -477,12 +477,19 @@ def _run_with_progress(runner: DatasetRunner | MatrixRunner, show: bool) -> Any:
     help="Exit 1 when a variant's comparison with the baseline blocks at this level.",
 )
 @click.option("--allow-removed", is_flag=True, help=ALLOW_REMOVED_HELP)
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Run the variants' cmd: targets inside the bubblewrap sandbox (see eval --sandbox); "
+    "a variant of another kind is refused.",
+)
 def matrix_command(
     dataset: str,
     variants_path: str,
     out: str | None,
     fail_on: str,
     allow_removed: bool,
+    sandbox: bool,
     judge_spec: str | None,
     pricing: str | None,
     no_progress: bool,
@@ -511,6 +518,7 @@ def matrix_command(
                 fail_on="warning" if fail_on == "warning" else "critical",
                 allow_removed=allow_removed,
             ),
+            sandbox=sandbox,
         )
     except InputError as exc:
         raise UserError(str(exc)) from exc

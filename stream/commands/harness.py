@@ -104,6 +104,12 @@ def harness_group() -> None:
     help="Seconds per target run.",
 )
 @click.option(
+    "--sandbox",
+    "sandbox_target",
+    is_flag=True,
+    help="Run a cmd: --target inside the bubblewrap sandbox (see eval --sandbox).",
+)
+@click.option(
     "--no-sandbox",
     is_flag=True,
     help="Run function_output code without the bubblewrap sandbox (limits only; also "
@@ -131,6 +137,7 @@ def run_command(
     judge_spec: str | None,
     workers: int | None,
     timeout_s: float,
+    sandbox_target: bool,
     no_sandbox: bool,
     verbose: bool,
     progress: bool | None,
@@ -155,6 +162,7 @@ def run_command(
         judge_spec=judge_spec,
         workers=workers,
         timeout_s=timeout_s,
+        sandbox_target=sandbox_target,
         no_sandbox=no_sandbox,
         verbose=verbose,
         progress=progress,

@@ -36,6 +36,7 @@ class MatrixRunner:
         clock: Callable[[], float] = wall_clock_ms,
         progress: Progress | None = None,
         compare_options: CompareOptions | None = None,
+        sandbox: bool = False,
     ) -> None:
         self.suite = suite
         self.variants = variants
@@ -49,7 +50,8 @@ class MatrixRunner:
         self.interrupted = False
         # Every target is built before anything runs: a bad spec fails fast, naming it.
         self.targets = {
-            v.id: parse_target(v.target, base_dir=variants.base_dir) for v in variants.variants
+            v.id: parse_target(v.target, base_dir=variants.base_dir, sandbox=sandbox)
+            for v in variants.variants
         }
 
     def interrupt(self) -> None:

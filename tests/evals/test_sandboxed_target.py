@@ -19,7 +19,10 @@ from assertions.errors import InputError
 from connectors.sandboxing.bwrap import probe_bwrap
 from connectors.targets.spec import parse_target
 from stream.evalruns.runner import RunSettings, run_dataset
-from tests.evals.conftest import make_suite
+from tests.evals.conftest import Run, make_suite
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "agent"
 
 needs_bwrap = pytest.mark.skipif(
     probe_bwrap().error is not None, reason=f"no working bwrap here: {probe_bwrap().error}"
@@ -100,3 +103,80 @@ def test_without_bwrap_the_sandboxed_target_is_refused(
             parse_target(f"cmd:{sys.executable} -c pass", sandbox=True)
     finally:
         probe_bwrap.cache_clear()
+
+
+def test_matrix_sandbox_refuses_a_variant_that_is_no_command(evalstream: Run) -> None:
+    done = evalstream(
+        "matrix",
+        str(EXAMPLE / "dataset.yaml"),
+        "--variants",
+        str(EXAMPLE / "variants.yaml"),
+        "--no-progress",
+        "--sandbox",
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--sandbox applies to cmd: targets only" in done.stderr
+    assert "support_agent.py:run" in done.stderr
+
+
+@needs_bwrap
+def test_matrix_sandbox_runs_each_command_variant_inside_bwrap(
+    evalstream: Run, tmp_path: Path, listener: int
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the-evaluator-secret")
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    (agent_dir / "probe.py").write_text(f"SECRET = {str(secret)!r}\n{PROBE}")
+    dataset = tmp_path / "dataset.yaml"
+    dataset.write_text(
+        "name: probe\ncases:\n  - id: s\n    input: {}\n    assertions:\n"
+        "      - {type: output.contains, text: hello}\n"
+    )
+    command = f"cmd:{sys.executable} probe.py {os.getpid()} {listener}"
+    variants = agent_dir / "variants.yaml"  # targets run from the variants file's folder
+    variants.write_text(
+        "baseline: a\nvariants:\n"
+        f"  - {{id: a, target: {json.dumps(command)}}}\n"
+        f"  - {{id: b, target: {json.dumps(command)}}}\n"
+    )
+    out = tmp_path / "m.json"
+    done = evalstream(
+        "matrix",
+        str(dataset),
+        "--variants",
+        str(variants),
+        "--no-progress",
+        "--sandbox",
+        "--out",
+        str(out),
+    )
+    assert done.returncode in (0, 1), done.stderr
+    text = out.read_text()
+    assert "the-evaluator-secret" not in text
+    found = [
+        s["payload"]["found"]
+        for variant in json.loads(text)["variants"]
+        for case in variant["result"]["cases"]
+        for sample in case["samples"]
+        for s in sample["signals"]
+        if s["name"] == "agent:activated"
+    ]
+    assert len(found) == 2, text[:2000]
+    assert all(f["secret"] == "FileNotFoundError" for f in found)
+    assert all(f["evaluator_visible"] is False for f in found)
+    assert all(f["connect"] == "ConnectionRefusedError" for f in found)
+
+
+def test_harness_sandbox_needs_a_target(evalstream: Run) -> None:
+    done = evalstream(
+        "harness",
+        "run",
+        "--suite",
+        str(REPO / "examples" / "eval-harness" / "eval-suite.yaml"),
+        "--outputs",
+        str(REPO / "examples" / "eval-harness" / "outputs.json"),
+        "--sandbox",
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--sandbox runs the --target in the sandbox" in done.stderr
