@@ -20,7 +20,11 @@ from assertions.wire.pricing import Usage as PricingUsage
 from assertions.wire.pricing import default_pricing
 from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
 from connectors.judge_batch import BATCH_PRICE_FACTOR, BatchAnthropicJudge
+from connectors.targets.python_callable import CallableTarget
+from stream.evalruns.runner import RunSettings, run_dataset
 from stream.judge import make_judge
+from tests.evals import targets_for_tests
+from tests.evals.conftest import make_suite
 from tests.graders.judge_helpers import BAD, CRITERIA, GOOD, KEYWORDS, honest_judge, output_block
 from tests.support.messages_api import BATCHES_PATH, MessagesAPIServer, MessagesRequest, Usage
 
@@ -196,3 +200,26 @@ def test_a_killed_check_resumes_its_batch(tmp_path: Path) -> None:
     assert report["judge"]["questions"] == {"ok": 2, "error": 1, "cached": 0,
                                             "budget_exhausted": 0}  # fmt: skip
     assert not state.exists()
+
+
+def test_a_dataset_run_asks_all_its_questions_as_one_batch(tmp_path: Path) -> None:
+    judged = [{"type": "llm.judge", "criteria": list(CRITERIA), "minScore": 0.7}]
+    outputs = [GOOD, BAD, GOOD + " Again.", "Nothing useful.", BAD + " Sure."]
+    suite = make_suite(
+        [
+            {"id": f"c{i}", "input": {"say": text}, "assertions": judged}
+            for i, text in enumerate(outputs)
+        ]
+    )
+    echo = CallableTarget("tests.evals.targets_for_tests:echo", targets_for_tests.echo)
+    with MessagesAPIServer(handler=honest_judge(KEYWORDS), batch_polls=2) as server:
+        judge = batch_judge(server, tmp_path)
+        result = asyncio.run(
+            run_dataset(suite, echo, RunSettings(concurrency=2, repeat=2), judge=judge)
+        )
+        [create] = server.requests_to("POST", BATCHES_PATH)
+        assert server.messages_requests == []
+    assert len(create.body["requests"]) == len(outputs)  # repeats are asked once
+    statuses = [c.status for c in result.cases]
+    assert statuses == ["passed", "failed", "passed", "failed", "failed"]
+    assert judge.stats.ok == len(outputs)
