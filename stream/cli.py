@@ -119,6 +119,7 @@ class Loaded:
         self,
         metrics: PipelineMetrics | None = None,
         *,
+        batchable: bool = False,
         batch: bool = False,
         batch_state: str | None = None,
     ) -> Judge | None:
@@ -127,7 +128,12 @@ class Loaded:
 
         try:
             return judge_from(
-                self.judge_spec, metrics, pricing=self.pricing, batch=batch, batch_state=batch_state
+                self.judge_spec,
+                metrics,
+                pricing=self.pricing,
+                batchable=batchable,
+                batch=batch,
+                batch_state=batch_state,
             )
         except InputError as exc:
             raise UserError(str(exc)) from exc
@@ -223,7 +229,7 @@ def check(
             loaded.suites,
             rules=loaded.rules,
             pricing=loaded.pricing,
-            judge=loaded.judge(batch=judge_batch, batch_state=judge_batch_state),
+            judge=loaded.judge(batchable=True, batch=judge_batch, batch_state=judge_batch_state),
             episode_id=episode_id,
             on_record=export.offer_episode if export is not None else None,
         )

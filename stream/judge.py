@@ -69,18 +69,21 @@ def make_judge(
     pricing: PricingTable | None = None,
     env: Mapping[str, str] | None = None,
     settings: JudgeSettings | None = None,
-    batch: bool | None = None,
+    batchable: bool = False,
+    batch: bool = False,
     batch_state: str | None = None,
 ) -> AnthropicJudge | None:
-    """The judge configured by the environment, or None when no API key is set. `batch`
-    (`--judge-batch`, else EVALSTREAM_JUDGE_BATCH) asks a run's questions as one batch."""
+    """The judge configured by the environment, or None when no API key is set. A
+    `batchable` command (a run that ends: `check`, `eval`, `matrix`) asks its questions as
+    one batch with `batch` (`--judge-batch`) or EVALSTREAM_JUDGE_BATCH; the others (the
+    worker, `up`, which judge as episodes close) never do."""
     settings = settings or JudgeSettings.from_env(
         os.environ if env is None else env, batch=batch or None, batch_state=batch_state
     )
     if settings.api_key is None:
         return None
     observer = PrometheusJudgeObserver(metrics, settings) if metrics is not None else None
-    kind = BatchAnthropicJudge if settings.batch else AnthropicJudge
+    kind = BatchAnthropicJudge if batchable and settings.batch else AnthropicJudge
     return kind(settings, pricing=pricing, observer=observer)
 
 
@@ -90,14 +93,22 @@ def judge_from(
     *,
     pricing: PricingTable | None = None,
     env: Mapping[str, str] | None = None,
-    batch: bool | None = None,
+    batchable: bool = False,
+    batch: bool = False,
     batch_state: str | None = None,
 ) -> Judge | None:
     """The judge of `llm.judge`: `spec` (`module:factory` or `file.py:factory`, a callable
     returning an object with `async judge(request)`) when given, else the Anthropic judge
     the environment configures (ANTHROPIC_API_KEY), else None. A bad spec is an InputError."""
     if spec is None:
-        return make_judge(metrics, pricing=pricing, env=env, batch=batch, batch_state=batch_state)
+        return make_judge(
+            metrics,
+            pricing=pricing,
+            env=env,
+            batchable=batchable,
+            batch=batch,
+            batch_state=batch_state,
+        )
     if batch:
         raise InputError(
             "--judge-batch batches the Anthropic judge's questions; it does not apply to "

@@ -77,7 +77,9 @@ def _judge(
     from stream.judge import judge_from
 
     try:
-        return judge_from(spec, pricing=pricing, batch=batch, batch_state=batch_state)
+        return judge_from(
+            spec, pricing=pricing, batchable=True, batch=batch, batch_state=batch_state
+        )
     except InputError as exc:
         raise UserError(str(exc)) from exc
 

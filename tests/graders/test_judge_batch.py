@@ -112,11 +112,14 @@ def test_batch_usage_is_priced_at_half(tmp_path: Path) -> None:
     assert batched.stats.input_tokens == 12_000
 
 
-def test_make_judge_picks_the_batch_judge_from_the_environment() -> None:
+def test_only_runs_that_end_take_the_batch_judge() -> None:
     env = {"ANTHROPIC_API_KEY": "k", "EVALSTREAM_JUDGE_BATCH": "1"}
-    assert isinstance(make_judge(env=env), BatchAnthropicJudge)
-    assert not isinstance(make_judge(env={"ANTHROPIC_API_KEY": "k"}), BatchAnthropicJudge)
-    assert isinstance(make_judge(env={"ANTHROPIC_API_KEY": "k"}, batch=True), BatchAnthropicJudge)
+    plain = {"ANTHROPIC_API_KEY": "k"}
+    assert isinstance(make_judge(env=env, batchable=True), BatchAnthropicJudge)
+    assert isinstance(make_judge(env=plain, batchable=True, batch=True), BatchAnthropicJudge)
+    assert not isinstance(make_judge(env=plain, batchable=True), BatchAnthropicJudge)
+    # the worker and `up` judge as episodes close: never a batch
+    assert not isinstance(make_judge(env=env), BatchAnthropicJudge)
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:
