@@ -21,13 +21,14 @@ usage like any answer. A single `judge(request)` (outside a run's close) is aske
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from assertions.judge.budget import input_token_bound
+from assertions.judge.budget import JudgeBudgetExhaustedError, Reservation, input_token_bound
 from assertions.judge.prompt import build_prompt, parse_verdict, validate_request
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from connectors.anthropic_judge import AnthropicJudge, JudgeError, _retryable, _usage
@@ -97,26 +98,34 @@ class BatchAnthropicJudge(AnthropicJudge):
         started = self._clock()
         path = state_path(ask, self.settings.batch_state)
         questions = questions_hash(ask)
-        client = self._client_factory(self.settings)
-        try:
-            state = load_state(path, questions)
-            if state is None:
-                try:
-                    self._reserve_batch(ask)
-                except JudgeError as exc:
-                    return self._all_failed(ask, exc, started)
-                state = await self._submit(client, ask, questions)
-                save_state(path, state)
-                self._say(f"judge batch {state.batch_id}: {len(ask)} questions submitted")
-            else:
-                self._say(f"judge batch {state.batch_id}: resumed from {path}")
+        state = load_state(path, questions)
+        reservation = None
+        if state is None:  # a resumed batch was reserved and billed by the run that made it
             try:
+                reservation = self._reserve_batch(ask)
+            except JudgeBudgetExhaustedError as exc:
+                for _ in ask:
+                    self._count("budget_exhausted", 0.0, 0.0)
+                return dict.fromkeys(ask, exc)
+        spent_before = self.stats.cost_usd
+        tokens_before = self._tokens_used()
+        try:
+            client = self._client_factory(self.settings)
+            try:
+                if state is None:
+                    state = await self._submit(client, ask, questions)
+                    save_state(path, state)
+                    self._say(f"judge batch {state.batch_id}: {len(ask)} questions submitted")
+                else:
+                    self._say(f"judge batch {state.batch_id}: resumed from {path}")
                 await self._wait_until_ended(client, state.batch_id)
                 results = await self._results(client, state.batch_id)
-            except JudgeError as exc:
-                return self._all_failed(ask, exc, started)
-        finally:
-            await client.close()
+            finally:
+                await client.close()
+        except JudgeError as exc:
+            # Not created: nothing billed. Created but not read: it may be billed in full.
+            self._settle_batch(reservation, None if state is not None else (0.0, 0))
+            return self._all_failed(ask, exc, started)
         remove_state(path)
         latency = self._clock() - started
         by_custom_id = {custom_id: key for key, custom_id in state.custom_ids.items()}
@@ -131,7 +140,13 @@ class BatchAnthropicJudge(AnthropicJudge):
                     "the judge batch's results have no answer to this question"
                 )
                 self._count("error", 0.0, latency)
+        spent = (self.stats.cost_usd - spent_before, self._tokens_used() - tokens_before)
+        self._settle_batch(reservation, spent)
         return answers
+
+    def _tokens_used(self) -> int:
+        s = self.stats
+        return s.input_tokens + s.output_tokens + s.cache_read_tokens + s.cache_write_tokens
 
     async def _submit(
         self, client: anthropic.AsyncAnthropic, ask: dict[str, JudgeRequest], questions: str
@@ -205,27 +220,34 @@ class BatchAnthropicJudge(AnthropicJudge):
             self._count("error", 0.0, self._clock() - started)
         return dict.fromkeys(ask, exc)
 
-    def _reserve_batch(self, ask: dict[str, JudgeRequest]) -> None:
-        """Holds the batch's worst case (at the batch price) against the budget, settled at
-        once: the spend of a batch is only known when it has ended."""
+    def _reserve_batch(self, ask: dict[str, JudgeRequest]) -> Reservation | None:
+        """Holds the batch's worst case (at the batch price) against the budget; settled to
+        the batch's usage once its results are read."""
         if self.budget is None:
-            return
+            return None
         usd = 0.0
         tokens = 0
         for request in ask.values():
             prompt = build_prompt(request)
-            bound = input_token_bound(prompt.system, prompt.user, str(prompt.schema))
+            bound = input_token_bound(prompt.system, prompt.user, json.dumps(prompt.schema))
             model = request.model or self.settings.model
-            usd += (
-                self.pricing.worst_case_cost(model, bound, self.settings.max_tokens) or 0.0
-            ) * BATCH_PRICE_FACTOR
+            worst = self.pricing.worst_case_cost(model, bound, self.settings.max_tokens)
+            usd += (worst or 0.0) * BATCH_PRICE_FACTOR
             tokens += bound + self.settings.max_tokens
         try:
-            self.budget.reserve(usd, tokens, self._wall_clock())
-        except Exception as exc:
-            raise JudgeError(f"the judge batch does not fit the budget: {exc}") from exc
+            return self.budget.reserve(usd, tokens, self._wall_clock())
         finally:
             self._report_budget()
+
+    def _settle_batch(
+        self, reservation: Reservation | None, spent: tuple[float, int] | None
+    ) -> None:
+        """`spent` None: the batch may have been billed, its worst case stays counted."""
+        if self.budget is None or reservation is None:
+            return
+        usd, tokens = spent if spent is not None else (reservation.usd, reservation.tokens)
+        self.budget.settle(reservation, usd, tokens, self._wall_clock())
+        self._report_budget()
 
     async def _api(self, call: Callable[[], Awaitable[T]]) -> T:
         """One Batches API call, retried like a question (429, 529, 5xx, connection)."""

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from assertions.judge.budget import JudgeBudgetExhaustedError
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.wire.pricing import Usage as PricingUsage
 from assertions.wire.pricing import default_pricing
@@ -226,3 +227,24 @@ def test_a_dataset_run_asks_all_its_questions_as_one_batch(tmp_path: Path) -> No
     statuses = [c.status for c in result.cases]
     assert statuses == ["passed", "failed", "passed", "failed", "failed"]
     assert judge.stats.ok == len(outputs)
+
+
+def test_the_budget_holds_the_batch_and_settles_to_its_usage(tmp_path: Path) -> None:
+    usage = Usage(input_tokens=2_000, output_tokens=100)
+    with MessagesAPIServer(handler=honest_judge(KEYWORDS, usage)) as server:
+        settings = batch_judge(server, tmp_path).settings
+        tight = BatchAnthropicJudge(
+            settings.model_copy(update={"budget_usd_per_hour": 0.0001}), sleep=no_sleep
+        )
+        refused = ask_many(tight, request(GOOD), request(BAD))
+        assert server.requests_to("POST", BATCHES_PATH) == []
+        roomy = BatchAnthropicJudge(
+            settings.model_copy(update={"budget_usd_per_hour": 5.0}), sleep=no_sleep
+        )
+        answered = ask_many(roomy, request(GOOD), request(BAD))
+    assert all(isinstance(r, JudgeBudgetExhaustedError) for r in refused)
+    assert tight.stats.budget_exhausted == 2
+    assert all(isinstance(r, JudgeVerdict) for r in answered)
+    left = roomy.budget_remaining()["hour"]
+    assert roomy.stats.cost_usd > 0
+    assert abs(left - (5.0 - roomy.stats.cost_usd)) < 1e-9
