@@ -15,6 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from assertions.errors import InputError
 from assertions.judge.budget import JudgeBudgetExhaustedError
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.wire.pricing import Usage as PricingUsage
@@ -23,7 +26,7 @@ from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
 from connectors.judge_batch import BATCH_PRICE_FACTOR, BatchAnthropicJudge
 from connectors.targets.python_callable import CallableTarget
 from stream.evalruns.runner import RunSettings, run_dataset
-from stream.judge import make_judge
+from stream.judge import judge_from, make_judge
 from tests.evals import targets_for_tests
 from tests.evals.conftest import make_suite
 from tests.graders.judge_helpers import BAD, CRITERIA, GOOD, KEYWORDS, honest_judge, output_block
@@ -248,3 +251,8 @@ def test_the_budget_holds_the_batch_and_settles_to_its_usage(tmp_path: Path) -> 
     left = roomy.budget_remaining()["hour"]
     assert roomy.stats.cost_usd > 0
     assert abs(left - (5.0 - roomy.stats.cost_usd)) < 1e-9
+
+
+def test_judge_batch_with_a_judge_factory_is_a_usage_error() -> None:
+    with pytest.raises(InputError, match=r"--judge-batch .* does not apply to --judge"):
+        judge_from("tests.graders.judge_helpers:honest_judge", batchable=True, batch=True)
