@@ -125,6 +125,23 @@ class JudgeSettings(BaseModel):
         description="Mark the system prompt (criteria, rubric, examples) for the API's prompt "
         "cache (`cache_control: ephemeral`).",
     )
+    batch: bool = Field(
+        False,
+        description="Ask a run's questions as one Message Batch (half price, answers within "
+        "hours) instead of one request each.",
+    )
+    batch_state: str | None = Field(
+        None,
+        description="The batch's state file (batch id, question -> custom_id), so an "
+        "interrupted run resumes its batch; default: named by the questions' hash under "
+        "~/.cache/evalstream/judge-batches/.",
+    )
+    batch_poll_initial_s: float = Field(
+        5.0, gt=0, allow_inf_nan=False, description="First pause between batch polls."
+    )
+    batch_poll_max_s: float = Field(
+        60.0, gt=0, allow_inf_nan=False, description="Longest pause between batch polls."
+    )
     budget_usd_per_hour: float | None = Field(
         None, gt=0, description="Most USD the judge spends in any rolling hour (none: no cap)."
     )
@@ -502,13 +519,13 @@ class AnthropicJudge:
 
     # --- bookkeeping -------------------------------------------------------------------------
 
-    def _count_usage(self, model: str, usage: Usage) -> None:
+    def _count_usage(self, model: str, usage: Usage, *, price_factor: float = 1.0) -> None:
         stats = self.stats
         stats.input_tokens += usage.input_tokens
         stats.output_tokens += usage.output_tokens
         stats.cache_read_tokens += usage.cache_read_tokens
         stats.cache_write_tokens += usage.cache_write_tokens
-        saving = self.pricing.cache_saving(model, usage)
+        saving = self.pricing.cache_saving(model, usage) * price_factor
         stats.cache_saving_usd += saving
         if self.observer is not None and (usage.cache_read_tokens or usage.cache_write_tokens):
             self.observer.judge_cache(usage.cache_read_tokens, usage.cache_write_tokens, saving)

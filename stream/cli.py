@@ -38,6 +38,13 @@ JUDGE_HELP = (
     "module:factory returning a Judge for llm.judge (default: the Anthropic judge when "
     "ANTHROPIC_API_KEY is set; without either, llm.judge is `error`)."
 )
+JUDGE_BATCH_HELP = (
+    "Ask the judge's questions as one Message Batch: half the price, answers within "
+    "hours (also EVALSTREAM_JUDGE_BATCH=1). An interrupted run resumes its batch."
+)
+JUDGE_BATCH_STATE_HELP = (
+    "The batch's state file (default: ~/.cache/evalstream/judge-batches/<questions' hash>.json)."
+)
 ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a likely typo)."
 
 
@@ -108,12 +115,26 @@ class Loaded:
     rules: CloseRules
     judge_spec: str | None = None
 
-    def judge(self, metrics: PipelineMetrics | None = None) -> Judge | None:
+    def judge(
+        self,
+        metrics: PipelineMetrics | None = None,
+        *,
+        batchable: bool = False,
+        batch: bool = False,
+        batch_state: str | None = None,
+    ) -> Judge | None:
         """The judge of `llm.judge` (stream.judge.judge_from); a bad --judge is a UserError."""
         from stream.judge import judge_from
 
         try:
-            return judge_from(self.judge_spec, metrics, pricing=self.pricing)
+            return judge_from(
+                self.judge_spec,
+                metrics,
+                pricing=self.pricing,
+                batchable=batchable,
+                batch=batch,
+                batch_state=batch_state,
+            )
         except InputError as exc:
             raise UserError(str(exc)) from exc
 
@@ -197,6 +218,8 @@ def load_common(
     "--episode-id", help="Episode id for signals that carry none (signal-native recordings)."
 )
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
+@click.option("--judge-batch", is_flag=True, help=JUDGE_BATCH_HELP)
+@click.option("--judge-batch-state", type=click.Path(dir_okay=False), help=JUDGE_BATCH_STATE_HELP)
 @otlp_options
 def check(
     suites: tuple[str, ...],
@@ -205,6 +228,8 @@ def check(
     out: str | None,
     episode_id: str | None,
     allow_empty: bool,
+    judge_batch: bool,
+    judge_batch_state: str | None,
     otlp_endpoint: str | None,
     otlp_mode: str | None,
     **common: Any,
@@ -228,7 +253,7 @@ def check(
             loaded.suites,
             rules=loaded.rules,
             pricing=loaded.pricing,
-            judge=loaded.judge(),
+            judge=loaded.judge(batchable=True, batch=judge_batch, batch_state=judge_batch_state),
             episode_id=episode_id,
             on_record=export.offer_episode if export is not None else None,
         )

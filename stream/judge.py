@@ -2,7 +2,8 @@
 
 `make_judge(metrics)` returns None without an API key, so `llm.judge` assertions are `error`
 (never `pass`) rather than the run failing to start. `judge_from(spec)` is the rule every
-evaluating command follows: `--judge module:factory` when given, else `make_judge`.
+evaluating command follows: `--judge module:factory` when given, else `make_judge`
+(with `--judge-batch`, the batch judge of `connectors.judge_batch`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from assertions.errors import InputError
 from assertions.judge.budget import WINDOWS
 from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
+from connectors.judge_batch import BatchAnthropicJudge
 
 if TYPE_CHECKING:
     from assertions.judge.protocol import Judge
@@ -67,13 +69,22 @@ def make_judge(
     pricing: PricingTable | None = None,
     env: Mapping[str, str] | None = None,
     settings: JudgeSettings | None = None,
+    batchable: bool = False,
+    batch: bool = False,
+    batch_state: str | None = None,
 ) -> AnthropicJudge | None:
-    """The judge configured by the environment, or None when no API key is set."""
-    settings = settings or JudgeSettings.from_env(os.environ if env is None else env)
+    """The judge configured by the environment, or None when no API key is set. A
+    `batchable` command (a run that ends: `check`, `eval`, `matrix`) asks its questions as
+    one batch with `batch` (`--judge-batch`) or EVALSTREAM_JUDGE_BATCH; the others (the
+    worker, `up`, which judge as episodes close) never do."""
+    settings = settings or JudgeSettings.from_env(
+        os.environ if env is None else env, batch=batch or None, batch_state=batch_state
+    )
     if settings.api_key is None:
         return None
     observer = PrometheusJudgeObserver(metrics, settings) if metrics is not None else None
-    return AnthropicJudge(settings, pricing=pricing, observer=observer)
+    kind = BatchAnthropicJudge if batchable and settings.batch else AnthropicJudge
+    return kind(settings, pricing=pricing, observer=observer)
 
 
 def judge_from(
@@ -82,12 +93,27 @@ def judge_from(
     *,
     pricing: PricingTable | None = None,
     env: Mapping[str, str] | None = None,
+    batchable: bool = False,
+    batch: bool = False,
+    batch_state: str | None = None,
 ) -> Judge | None:
     """The judge of `llm.judge`: `spec` (`module:factory` or `file.py:factory`, a callable
     returning an object with `async judge(request)`) when given, else the Anthropic judge
     the environment configures (ANTHROPIC_API_KEY), else None. A bad spec is an InputError."""
     if spec is None:
-        return make_judge(metrics, pricing=pricing, env=env)
+        return make_judge(
+            metrics,
+            pricing=pricing,
+            env=env,
+            batchable=batchable,
+            batch=batch,
+            batch_state=batch_state,
+        )
+    if batch:
+        raise InputError(
+            "--judge-batch batches the Anthropic judge's questions; it does not apply to "
+            f"--judge {spec!r}: drop one of the two"
+        )
     from connectors.targets.python_callable import load_callable  # noqa: PLC0415 - only here
 
     try:

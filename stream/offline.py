@@ -18,7 +18,7 @@ from assertions.evaluation.records import episode_record
 from assertions.evaluation.results import describe_error
 from assertions.evaluation.verdicts import error_from_exception
 from assertions.file_kinds import FileKind
-from assertions.judge.protocol import NO_JUDGE, Judge
+from assertions.judge.protocol import NO_JUDGE, Judge, JudgeVerdict
 from assertions.judge.usage import JudgeUsage
 from assertions.kinds.base import CompileContext
 from assertions.reports.check_report import CheckReport, RejectedInput
@@ -34,7 +34,8 @@ log = logging.getLogger(__name__)
 
 
 async def resolve_judgements(closed: Sequence[ClosedEpisode], judge: Judge | None) -> None:
-    """Ask the judge every pending question (concurrently); no judge means `error`."""
+    """Ask the judge every pending question (concurrently, or as one batch when the judge
+    has `judge_many`); no judge means `error`."""
     jobs = [(c, p) for c in closed for p in c.pending]
     if not jobs:
         return
@@ -42,9 +43,14 @@ async def resolve_judgements(closed: Sequence[ClosedEpisode], judge: Judge | Non
         for c, p in jobs:
             c.evaluation.resolve(p.leaf, NO_JUDGE)
         return
-    verdicts = await asyncio.gather(
-        *(judge.judge(p.request) for _, p in jobs), return_exceptions=True
-    )
+    judge_many = getattr(judge, "judge_many", None)
+    verdicts: Sequence[JudgeVerdict | BaseException]
+    if callable(judge_many):  # a batch judge: every question of the close in one batch
+        verdicts = await judge_many([p.request for _, p in jobs])
+    else:
+        verdicts = await asyncio.gather(
+            *(judge.judge(p.request) for _, p in jobs), return_exceptions=True
+        )
     for (c, p), verdict in zip(jobs, verdicts, strict=True):
         if isinstance(verdict, BaseException):
             c.evaluation.resolve(p.leaf, error_from_exception(verdict))

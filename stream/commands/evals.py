@@ -69,12 +69,17 @@ def _pricing(path: str | None) -> PricingTable:
         raise UserError(str(exc)) from exc
 
 
-def _judge(spec: str | None, pricing: PricingTable) -> Judge | None:
-    """`--judge module:factory`, else the Anthropic judge of the environment, else none."""
+def _judge(
+    spec: str | None, pricing: PricingTable, batch: bool = False, batch_state: str | None = None
+) -> Judge | None:
+    """`--judge module:factory`, else the Anthropic judge of the environment (one Message
+    Batch per run with `--judge-batch`), else none."""
     from stream.judge import judge_from
 
     try:
-        return judge_from(spec, pricing=pricing)
+        return judge_from(
+            spec, pricing=pricing, batchable=True, batch=batch, batch_state=batch_state
+        )
     except InputError as exc:
         raise UserError(str(exc)) from exc
 
@@ -286,6 +291,19 @@ common_run_options = [
         "when ANTHROPIC_API_KEY is set).",
     ),
     click.option(
+        "--judge-batch",
+        is_flag=True,
+        help="Ask the judge's questions of a run as one Message Batch: half the price, "
+        "answers within hours (also EVALSTREAM_JUDGE_BATCH=1). An interrupted run resumes "
+        "its batch.",
+    ),
+    click.option(
+        "--judge-batch-state",
+        type=click.Path(dir_okay=False),
+        help="The batch's state file (default: ~/.cache/evalstream/judge-batches/"
+        "<questions' hash>.json).",
+    ),
+    click.option(
         "--pricing",
         type=click.Path(exists=True, dir_okay=False),
         help="JSON pricing table overriding the built-in one.",
@@ -379,6 +397,8 @@ def eval_command(
     fail_on: FailOn,
     allow_removed: bool,
     judge_spec: str | None,
+    judge_batch: bool,
+    judge_batch_state: str | None,
     pricing: str | None,
     no_progress: bool,
     no_signals: bool,
@@ -400,7 +420,7 @@ def eval_command(
             suite,
             parse_target(target, sandbox=sandbox),
             settings,
-            judge=_judge(judge_spec, costs),
+            judge=_judge(judge_spec, costs, judge_batch, judge_batch_state),
             pricing=costs,
             variant_id=variant_id,
             config=_config(config_pairs),
@@ -491,6 +511,8 @@ def matrix_command(
     allow_removed: bool,
     sandbox: bool,
     judge_spec: str | None,
+    judge_batch: bool,
+    judge_batch_state: str | None,
     pricing: str | None,
     no_progress: bool,
     no_signals: bool,
@@ -512,7 +534,7 @@ def matrix_command(
             suite,
             variants,
             settings,
-            judge=_judge(judge_spec, costs),
+            judge=_judge(judge_spec, costs, judge_batch, judge_batch_state),
             pricing=costs,
             compare_options=CompareOptions(
                 fail_on="warning" if fail_on == "warning" else "critical",

@@ -12,7 +12,8 @@
   once. Either way the finished samples are kept and the rest are marked skipped with the
   reason.
 - Each sample's signals are evaluated by the engine (`CaseEvaluator`), with the judge for
-  `llm.judge` assertions (none: those are `error`, never `pass`).
+  `llm.judge` assertions (none: those are `error`, never `pass`). A batch judge
+  (`judge_many`) is asked all the run's questions at once (`DeferredJudgements`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from assertions.wire.signals import Signal
 from connectors.targets.anthropic_hook import instrument_anthropic
 from connectors.targets.base import Target, TargetCall, decode_signals, normalize
 from connectors.targets.recorder import Recorder
+from stream.evalruns.deferred_judgements import DeferredJudgements
 from stream.offline import resolve_judgements
 
 JSON = Any
@@ -152,6 +154,7 @@ class DatasetRunner:
         self.variant_name = variant_name
         self.config = config or {}
         self._stop = _Stop()
+        self._deferred: DeferredJudgements | None = None
 
     # --- control ---------------------------------------------------------------------------
 
@@ -259,7 +262,10 @@ class DatasetRunner:
             output=out.output,
         )
         closed = self.evaluator.assemble(signals)
-        await resolve_judgements([closed], self.judge)
+        if self._deferred is not None:  # a batch judge: asked with the run's other samples
+            await self._deferred.resolve(closed)
+        else:
+            await resolve_judgements([closed], self.judge)
         return sample_from_closed(
             closed,
             index=index,
@@ -288,11 +294,19 @@ class DatasetRunner:
         label = self.variant_id or self.suite.name
         self.progress.begin(label, len(runnable) * settings.repeat)
 
+        jobs = len(runnable) * settings.repeat
+        if self.judge is not None and callable(getattr(self.judge, "judge_many", None)):
+            self._deferred = DeferredJudgements(self.judge, jobs, gate)
+
         async def job(p: PlannedCase, index: int) -> None:
-            async with gate:
-                if self._stop.reason is not None:
-                    return
-                sample = await self.run_case(p.case, index)
+            try:
+                async with gate:
+                    if self._stop.reason is not None:
+                        return
+                    sample = await self.run_case(p.case, index)
+            finally:
+                if self._deferred is not None:
+                    self._deferred.job_done()
             samples[p.index].append(sample)
             self.progress.sample_done(p.case.id, sample)
             if settings.fail_fast and not sample.passed:

@@ -9,6 +9,13 @@ answers:
   ``input_json_delta``) / ``content_block_stop``, ``message_delta`` (stop reason and output
   usage) and ``message_stop``;
 - ``POST /v1/messages/count_tokens`` with ``{"input_tokens": n}`` (can be switched off);
+- the Message Batches API: ``POST /v1/messages/batches`` (each request's params answered by
+  the handler at once, its result kept until the batch ends), ``GET
+  /v1/messages/batches/{id}`` (``in_progress`` for the first `batch_polls` retrieves, then
+  ``ended`` with the request counts) and ``GET /v1/messages/batches/{id}/results`` (JSONL,
+  one line per request). `batch_outcome` decides each request's outcome from its
+  ``custom_id`` and params: ``succeeded`` (the default), ``errored``, ``expired`` or
+  ``canceled``;
 - anything else with a 404 in the API's error shape.
 
 Replies are programmable per request. A *handler* receives the parsed `MessagesRequest`
@@ -50,6 +57,7 @@ from typing import Any, Self
 import pytest
 
 __all__ = [
+    "Batch",
     "ErrorReply",
     "Handler",
     "MessagesAPIServer",
@@ -64,6 +72,7 @@ __all__ = [
 ]
 
 MESSAGES_PATH = "/v1/messages"
+BATCHES_PATH = "/v1/messages/batches"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
 
 # The error ``type`` the real API sends for each status.
@@ -262,6 +271,39 @@ class RecordedRequest:
 
 HandlerResult = Reply | ErrorReply | str
 Handler = Callable[[MessagesRequest], HandlerResult]
+BatchOutcome = Callable[[str, MessagesRequest], str]
+
+
+@dataclass
+class Batch:
+    """A message batch the server holds: each request's result line, and its retrieves."""
+
+    id: str
+    results: list[dict[str, Any]]
+    retrieves: int = 0
+
+    def ended(self, polls: int) -> bool:
+        return self.retrieves > polls
+
+    def as_json(self, base_url: str, polls: int) -> dict[str, Any]:
+        ended = self.ended(polls)
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        for line in self.results:
+            counts[line["result"]["type"] if ended else "processing"] += 1
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": "ended" if ended else "in_progress",
+            "request_counts": counts,
+            "created_at": "2026-11-01T00:00:00Z",
+            "expires_at": "2026-11-02T00:00:00Z",
+            "ended_at": "2026-11-01T01:00:00Z" if ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+            "results_url": f"{base_url}{BATCHES_PATH}/{self.id}/results" if ended else None,
+        }
+
+
 CountTokensHandler = Callable[[MessagesRequest], int]
 
 
@@ -290,8 +332,13 @@ class MessagesAPIServer:
         count_tokens_enabled: bool = True,
         strict: bool = True,
         prompt_cache: bool = False,
+        batch_polls: int = 1,
+        batch_outcome: BatchOutcome | None = None,
     ) -> None:
         self.handler: Handler = handler or default_handler
+        self.batch_polls = batch_polls
+        self.batch_outcome: BatchOutcome = batch_outcome or (lambda custom_id, r: "succeeded")
+        self.batches: dict[str, Batch] = {}
         self.count_tokens: CountTokensHandler = count_tokens or (
             lambda request: estimate_tokens(request.all_text())
         )
@@ -374,6 +421,10 @@ class MessagesAPIServer:
     def messages_requests(self) -> list[RecordedRequest]:
         """The ``POST /v1/messages`` requests only."""
         return [r for r in self.requests if r.path == MESSAGES_PATH]
+
+    def requests_to(self, method: str, path: str) -> list[RecordedRequest]:
+        """The requests with this method and path."""
+        return [r for r in self.requests if r.method == method and r.path == path]
 
     def clear(self) -> None:
         """Forget recorded requests and queued replies."""
@@ -466,6 +517,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         request = MessagesRequest(path, body, headers)
         if path == MESSAGES_PATH:
             self._messages(api, request)
+        elif path == BATCHES_PATH:
+            self._create_batch(api, request)
         elif path == COUNT_TOKENS_PATH and api.count_tokens_enabled:
             self._send_json(200, {"input_tokens": api.count_tokens(request)})
         else:
@@ -474,8 +527,54 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.api._record(RecordedRequest("GET", path, headers, None, b""))
-        self._send_error(ErrorReply(404, f"no route for GET {path}"))
+        api = self.server.api
+        api._record(RecordedRequest("GET", path, headers, None, b""))
+        parts = path.removeprefix(BATCHES_PATH + "/").split("/")
+        batch = api.batches.get(parts[0]) if path.startswith(BATCHES_PATH + "/") else None
+        if batch is None:
+            self._send_error(ErrorReply(404, f"no route for GET {path}"))
+        elif len(parts) == 1:
+            with api._lock:
+                batch.retrieves += 1
+            self._send_json(200, batch.as_json(api.base_url, api.batch_polls))
+        elif parts[1:] == ["results"] and batch.ended(api.batch_polls):
+            data = "".join(json.dumps(line) + "\n" for line in batch.results).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/binary")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        else:
+            self._send_error(ErrorReply(404, f"batch {batch.id} has no results yet"))
+
+    def _create_batch(self, api: MessagesAPIServer, request: MessagesRequest) -> None:
+        entries = request.body.get("requests")
+        if not isinstance(entries, list) or not entries:
+            self._send_error(ErrorReply(400, "requests: Field required"))
+            return
+        results = []
+        for entry in entries:
+            custom_id = entry["custom_id"]
+            params = MessagesRequest(MESSAGES_PATH, entry["params"], request.headers)
+            outcome = api.batch_outcome(custom_id, params)
+            result: dict[str, Any] = {"type": outcome}
+            if outcome == "succeeded":
+                reply = api._next_result(params)
+                reply = Reply.text(reply) if isinstance(reply, str) else reply
+                if isinstance(reply, ErrorReply):
+                    result = {"type": "errored", "error": reply.body()}
+                else:
+                    result["message"] = _message_json(api, params, reply)
+            elif outcome == "errored":
+                result["error"] = ErrorReply(
+                    400, "batch request rejected by the test server"
+                ).body()
+            results.append({"custom_id": custom_id, "result": result})
+        batch = Batch(api._new_id("msgbatch"), results)
+        with api._lock:
+            api.batches[batch.id] = batch
+        self._send_json(200, batch.as_json(api.base_url, api.batch_polls))
 
     def _messages(self, api: MessagesAPIServer, request: MessagesRequest) -> None:
         if api.strict:
