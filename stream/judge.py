@@ -3,7 +3,7 @@
 `make_judge(metrics)` returns None without an API key, so `llm.judge` assertions are `error`
 (never `pass`) rather than the run failing to start. `judge_from(spec)` is the rule every
 evaluating command follows: `--judge module:factory` when given, else `make_judge`
-(with `--judge-batch`, the batch judge of `connectors.judge_batch`).
+(with `--judge-batch`, the batch judge of `connectors.anthropic_api.judge_batch`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from assertions.errors import InputError
 from assertions.judge.budget import WINDOWS
-from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
-from connectors.judge_batch import BatchAnthropicJudge
+from connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings
+from connectors.anthropic_api.judge_batch import BatchAnthropicJudge
 
 if TYPE_CHECKING:
     from assertions.judge.protocol import Judge

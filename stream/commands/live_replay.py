@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from assertions.errors import InputError
+from connectors.anthropic_api.messages_replay import MessagesClient
 from connectors.files.recording import EpisodeRename
 from connectors.kafka.topic_io import TopicReader, TopicSlice
-from connectors.messages_replay import MessagesClient
 from stream.commands.broker import broker_address
 from stream.commands.user_error import UserError
 from stream.console.consoles import output_console

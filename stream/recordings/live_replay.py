@@ -40,9 +40,9 @@ from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.patterns import compile_pattern
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal, signal_from_obj
+from connectors.anthropic_api.messages_replay import CandidateReply, MessagesClient, request_of
 from connectors.codecs.llm_calls import llm_call_signals
 from connectors.files.recording import EpisodeRename, RecordedMessage
-from connectors.messages_replay import CandidateReply, MessagesClient, request_of
 from stream.offline import resolve_judgements
 from stream.recordings.replay import LLM_TOPIC_SUFFIX, Source, is_control
 

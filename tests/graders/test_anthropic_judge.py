@@ -22,7 +22,7 @@ from assertions.testing import SignalFactory
 from assertions.wire.pricing import Usage as PricingUsage
 from assertions.wire.pricing import default_pricing
 from assertions.wire.signals import Signal
-from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
+from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
 from stream.judge import PrometheusJudgeObserver, make_judge
 from stream.offline import evaluate_signals
 from stream.telemetry.metrics import PipelineMetrics

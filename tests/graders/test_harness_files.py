@@ -21,7 +21,7 @@ from assertions.graders.human_review import HumanGraderConfig, ReviewQueue
 from assertions.harness.grading import ItemGrade, grade_items
 from assertions.harness.loader import load_evals
 from assertions.harness.report import build_report, render_markdown
-from connectors.anthropic_judge import AnthropicJudge, JudgeSettings
+from connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings
 from connectors.sandboxing.limited_subprocess import SubprocessSandbox
 from tests.graders.judge_helpers import verdict
 from tests.support.messages_api import MessagesAPIServer, MessagesRequest, Reply

@@ -22,8 +22,8 @@ from assertions.judge.budget import JudgeBudgetExhaustedError
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
 from assertions.wire.pricing import Usage as PricingUsage
 from assertions.wire.pricing import default_pricing
-from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
-from connectors.judge_batch import BATCH_PRICE_FACTOR, BatchAnthropicJudge
+from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
+from connectors.anthropic_api.judge_batch import BATCH_PRICE_FACTOR, BatchAnthropicJudge
 from connectors.targets.python_callable import CallableTarget
 from stream.evalruns.runner import RunSettings, run_dataset
 from stream.judge import judge_from, make_judge

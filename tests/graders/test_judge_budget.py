@@ -36,7 +36,7 @@ from assertions.wire.pricing import (
     load_pricing,
 )
 from assertions.wire.signals import Signal
-from connectors.anthropic_judge import AnthropicJudge, JudgeError, JudgeSettings
+from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
 from stream.judge import make_judge
 from stream.offline import evaluate_signals
 from stream.telemetry.metrics import PipelineMetrics

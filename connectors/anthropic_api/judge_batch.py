@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from assertions.judge.budget import JudgeBudgetExhaustedError, Reservation, input_token_bound
 from assertions.judge.prompt import build_prompt, parse_verdict, validate_request
 from assertions.judge.protocol import JudgeRequest, JudgeVerdict
-from connectors.anthropic_judge import AnthropicJudge, JudgeError, _retryable, _usage
-from connectors.judge_batch_state import (
+from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, _retryable, _usage
+from connectors.anthropic_api.judge_batch_state import (
     BatchState,
     load_state,
     questions_hash,
