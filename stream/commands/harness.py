@@ -4,7 +4,7 @@
     evalstream harness run --suite SUITE.yaml --target cmd:python agent.py --attempts 3
     evalstream harness report --results RESULT.json --format md
 
-The options live here; what they do is `stream.harness_run`, imported when a command runs so
+The options live here; what they do is `stream.grading.harness_run`, imported when a command runs so
 that `--help` stays light (tests/cli/test_startup.py).
 
 Exit codes: 0 the gate passed (or failed with `on_failure: warn`); 1 a threshold was missed
@@ -144,7 +144,7 @@ def run_command(
 ) -> None:
     """Grade an eval-harness suite and gate on its thresholds (exit 0 pass, 1 blocked, 2 bad
     input)."""
-    from stream.harness_run import run
+    from stream.grading.harness_run import run
 
     run(
         suite_path=suite_path,
@@ -185,7 +185,7 @@ def run_command(
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Write here, not stdout.")
 def report_command(results: str, fmt: str | None, out: str | None) -> None:
     """Re-render a saved harness result as Markdown, JSON or JUnit XML."""
-    from stream.harness_run import report
+    from stream.grading.harness_run import report
 
     report(results, fmt, out)
 

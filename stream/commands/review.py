@@ -62,7 +62,7 @@ def register(group: click.Group) -> None:  # noqa: PLR0915 - the commands' decla
             raise UserError("--disagreements-first needs --judge JUDGE_RESULTS to compare with")
         from rich.console import Console
 
-        from stream.review_session import rate_queue
+        from stream.grading.review_session import rate_queue
 
         console = Console()
         rated = rate_queue(
@@ -94,8 +94,8 @@ def register(group: click.Group) -> None:  # noqa: PLR0915 - the commands' decla
         from rich.console import Console
 
         from assertions.graders.calibration import disagreement_by_item
-        from stream.review_calibration import load_judge_scores
-        from stream.review_session import load_queue, ordered_results, status_table
+        from stream.grading.review_calibration import load_judge_scores
+        from stream.grading.review_session import load_queue, ordered_results, status_table
 
         loaded = load_queue(queue)
         if first and judge_path is None:
@@ -171,12 +171,12 @@ def register(group: click.Group) -> None:  # noqa: PLR0915 - the commands' decla
         from rich.console import Console
 
         from assertions.graders.calibration import calibrate
-        from stream.review_calibration import (
+        from stream.grading.review_calibration import (
             calibration_table,
             load_judge_scores,
             write_agreement_metrics,
         )
-        from stream.review_session import load_queue
+        from stream.grading.review_session import load_queue
 
         loaded = load_queue(queue)
         if loaded.config.rating_scale.type == "ranking":

@@ -61,8 +61,8 @@ from connectors.sandboxing.code_runner import RefusingRunner, code_runner
 from connectors.targets.collect import Question, collect_outputs
 from connectors.targets.spec import parse_target
 from stream.commands.user_error import UserError
+from stream.grading.review_session import load_queue, save_queue
 from stream.judge import judge_from
-from stream.review_session import load_queue, save_queue
 
 JSON = Any
 DEFAULT_THRESHOLDS = {"pass_rate": 1.0}  # without thresholds, every item must pass

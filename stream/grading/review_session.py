@@ -26,7 +26,7 @@ from assertions.graders.human_review import (
 )
 from assertions.judge.prompt import as_text
 from stream.commands.user_error import UserError
-from stream.review_calibration import load_judge_scores
+from stream.grading.review_calibration import load_judge_scores
 
 JSON = Any
 
