@@ -20,6 +20,8 @@ per tool: the SHA-256 of its per-episode results in episode-id order (evalstream
 of `evalstream score` must leave evalstream's fingerprint unchanged.
 
 Without `--air` (a checkout of github.com/airblackbox/eval-harness) only evalstream runs.
+`--before TREE` (an earlier evalstream exported with `git archive`) runs its `score` in the
+same rounds, for paired before/after figures of an optimisation.
 """
 
 from __future__ import annotations
@@ -185,10 +187,15 @@ class Run:
     load: float
 
 
-def measure(tool: str, argv: list[str], env: dict[str, str]) -> Run:
+def measure(tool: str, argv: list[str], tree: Path) -> Run:
+    """One fresh process; `tree` is the evalstream it imports (its working directory too, since
+    `python -c` puts the working directory first on the path)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -208,77 +215,8 @@ def _air_commit(air: str) -> str:
         return "unknown (not a git checkout)"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--air", help="checkout of github.com/airblackbox/eval-harness")
-    parser.add_argument("--air-commit", help="AIR's commit when --air is an exported tree")
-    parser.add_argument("--episodes", type=int, default=20_000)
-    parser.add_argument("--agents", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--keep", help="write the episodes and results here (kept)")
-    parser.add_argument("--air-job", nargs=3, help=argparse.SUPPRESS)  # AIR PATH, FILE, OUT
-    args = parser.parse_args(argv)
-    if args.air_job:
-        return air_job(*args.air_job)
-
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="air-compare-"))
-    work.mkdir(parents=True, exist_ok=True)
-    episodes_file = work / "episodes.json"
-    episodes = make_episodes(args.episodes, args.agents, args.steps)
-    episodes_file.write_text(json.dumps(episodes))
-    print(
-        f"{len(episodes):,} store episodes ({args.episodes:,} candidates, {args.agents} "
-        f"baselines, {args.steps} steps), {episodes_file.stat().st_size / 1e6:.1f} MB JSON"
-    )
-    del episodes
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    tools: dict[str, list[str]] = {
-        "evalstream": [
-            sys.executable,
-            "-c",
-            "from stream.cli import main; main()",
-            "score",
-            str(episodes_file),
-            "--baseline-run",
-            BASELINE_RUN,
-            "--output",
-            str(work / "evalstream.json"),
-        ]
-    }
-    if args.air:
-        if not (Path(args.air) / "pkg" / "scoring" / "engine.py").is_file():
-            raise SystemExit(
-                f"--air {args.air}: no pkg/scoring/engine.py; pass a checkout of "
-                "github.com/airblackbox/eval-harness"
-            )
-        tools["air"] = [
-            sys.executable,
-            __file__,
-            "--air-job",
-            args.air,
-            str(episodes_file),
-            str(work / "air.json"),
-        ]
-        print(f"AIR eval-harness {args.air_commit or _air_commit(args.air)}")
-    else:
-        print("no --air checkout of airblackbox/eval-harness given: evalstream alone, no ratio")
-    print(f"EVALSTREAM_NATIVE={os.environ.get('EVALSTREAM_NATIVE', '(unset)')}")
-
-    runs: list[Run] = []
-    names = list(tools)
-    for r in range(args.rounds):
-        order = names if r % 2 == 0 else names[::-1]
-        for name in order:
-            run = measure(name, tools[name], env)
-            runs.append(run)
-            print(
-                f"round {r + 1} {name:10} wall {run.wall_s:6.2f} s  cpu {run.cpu_s:6.2f} s  "
-                f"peak RSS {run.rss_mb:7.1f} MB  load {run.load:.2f}",
-                flush=True,
-            )
-
+def summarise(runs: list[Run], names: list[str], work: Path) -> None:
+    """Medians, ratios and fingerprints of the rounds."""
     med: dict[str, Run] = {}
     for name in names:
         mine = [x for x in runs if x.tool == name]
@@ -302,8 +240,99 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         digest, count = fingerprint_air(work / "air.json")
         print(f"fingerprint AIR        {digest} ({count:,} results)")
+    if "before" in med:
+        e, b = med["evalstream"], med["before"]
+        print(
+            f"after/before: wall {e.wall_s / b.wall_s:.2f}x  cpu {e.cpu_s / b.cpu_s:.2f}x"
+            f"  peak RSS {e.rss_mb / b.rss_mb:.2f}x"
+        )
+        digest, count = fingerprint_evalstream(work / "before.json")
+        print(f"fingerprint before     {digest} ({count:,} results)")
     digest, count = fingerprint_evalstream(work / "evalstream.json")
     print(f"fingerprint evalstream {digest} ({count:,} results)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--air", help="checkout of github.com/airblackbox/eval-harness")
+    parser.add_argument("--air-commit", help="AIR's commit when --air is an exported tree")
+    parser.add_argument("--episodes", type=int, default=20_000)
+    parser.add_argument("--agents", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", help="write the episodes and results here (kept)")
+    parser.add_argument(
+        "--before",
+        help="an earlier evalstream tree (git archive): its `score` runs too, for before/after",
+    )
+    parser.add_argument("--air-job", nargs=3, help=argparse.SUPPRESS)  # AIR PATH, FILE, OUT
+    args = parser.parse_args(argv)
+    if args.air_job:
+        return air_job(*args.air_job)
+
+    work = Path(args.keep or tempfile.mkdtemp(prefix="air-compare-")).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    episodes_file = work / "episodes.json"
+    episodes = make_episodes(args.episodes, args.agents, args.steps)
+    episodes_file.write_text(json.dumps(episodes))
+    print(
+        f"{len(episodes):,} store episodes ({args.episodes:,} candidates, {args.agents} "
+        f"baselines, {args.steps} steps), {episodes_file.stat().st_size / 1e6:.1f} MB JSON"
+    )
+    del episodes
+
+    def score_argv(out: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-c",
+            "from stream.cli import main; main()",
+            "score",
+            str(episodes_file),
+            "--baseline-run",
+            BASELINE_RUN,
+            "--output",
+            str(out),
+        ]
+
+    tools: dict[str, tuple[list[str], Path]] = {
+        "evalstream": (score_argv(work / "evalstream.json"), ROOT)
+    }
+    if args.before:
+        tools["before"] = (score_argv(work / "before.json"), Path(args.before).resolve())
+    if args.air:
+        if not (Path(args.air) / "pkg" / "scoring" / "engine.py").is_file():
+            raise SystemExit(
+                f"--air {args.air}: no pkg/scoring/engine.py; pass a checkout of "
+                "github.com/airblackbox/eval-harness"
+            )
+        air_argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--air-job",
+            args.air,
+            str(episodes_file),
+            str(work / "air.json"),
+        ]
+        tools["air"] = (air_argv, ROOT)
+        print(f"AIR eval-harness {args.air_commit or _air_commit(args.air)}")
+    else:
+        print("no --air checkout of airblackbox/eval-harness given: evalstream alone, no ratio")
+    print(f"EVALSTREAM_NATIVE={os.environ.get('EVALSTREAM_NATIVE', '(unset)')}")
+
+    runs: list[Run] = []
+    names = list(tools)
+    for r in range(args.rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        for name in order:
+            run = measure(name, *tools[name])
+            runs.append(run)
+            print(
+                f"round {r + 1} {name:10} wall {run.wall_s:6.2f} s  cpu {run.cpu_s:6.2f} s  "
+                f"peak RSS {run.rss_mb:7.1f} MB  load {run.load:.2f}",
+                flush=True,
+            )
+
+    summarise(runs, names, work)
     return 0
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from assertions.errors import InputError, WrongFileKindError
+from stream.batch_gc import full_collections_deferred
 from stream.commands.user_error import UserError
 
 # The handlers import what they run (scoring, the store's HTTP client) when they run.
@@ -273,8 +274,9 @@ def score(
         settings = ScoreSettings.build(values)
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    run = _run(score_episodes(settings, now=_now()))
-    obj = run.to_json()
+    with full_collections_deferred():
+        run = _run(score_episodes(settings, now=_now()))
+        obj = run.to_json()
     if output:
         Path(output).write_bytes(orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n")
     if markdown:
@@ -398,7 +400,8 @@ def nightly(config_file: str | None, **options: Any) -> None:
         settings = NightlySettings.load(config_file, values)
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    result = _run(run_nightly(settings, now=_now()))
+    with full_collections_deferred():
+        result = _run(run_nightly(settings, now=_now()))
     for line in _summary_lines(result.run):
         click.echo(line)
     click.echo(f"reports: {result.json_path} {result.markdown_path}")
