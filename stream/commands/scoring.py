@@ -39,10 +39,19 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
     from connectors.episode_store import EpisodeStoreError
 
+    # The result goes round the task: when asyncio.run restores the SIGINT handler, Python
+    # 3.11 formats the repr of the finished main task, result included (an enum lookup's
+    # error message) -- for a whole score run, every record's dataclass repr.
+    results: list[T] = []
+
+    async def keep_result() -> None:
+        results.append(await coro)
+
     try:
-        return asyncio.run(coro)
+        asyncio.run(keep_result())
     except (InputError, EpisodeStoreError) as exc:
         raise UserError(str(exc)) from exc
+    return results[0]
 
 
 def _now() -> datetime:
