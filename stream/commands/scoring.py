@@ -188,7 +188,7 @@ def _rules_file(path: str) -> dict[str, Any]:
 def _summary_lines(run: ScoreRun) -> list[str]:
     from assertions.scores.run import SCORE_NAMES
 
-    s = run.to_json()["summary"]
+    s = run.summary()
     means = s["mean_scores"]
     shown = ", ".join(
         f"{name} {means[name]:.3f}" for name in SCORE_NAMES if means.get(name) is not None
