@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`evalstream score` against AIR Blackbox's eval-harness on the same episode-store episodes.
 
-    .venv/bin/python bench/air_compare.py --air /tmp/air-eval-harness [--episodes 20000]
-        [--rounds 3] [--agents 20] [--steps 10] [--keep DIR]
+    .venv/bin/python bench/air_compare.py --air /tmp/air-eval-harness [--air-commit SHA]
+        [--episodes 20000] [--rounds 3] [--agents 20] [--steps 10] [--keep DIR]
+        [--before TREE]
 
 AIR's job: every episode of an agent scored against that agent's baseline run, regressions
 checked, the run's results written as JSON. Both tools get the same JSON file of store
@@ -193,13 +194,13 @@ def measure(tool: str, argv: list[str], tree: Path) -> Run:
     env = dict(os.environ, PYTHONPATH=str(tree))
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
+    with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: no limit on what it says
+        proc = subprocess.Popen(argv, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        stderr.seek(0)
+        err = stderr.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
     if code not in (0, 1):  # evalstream exits 1 when a regression fired
         raise SystemExit(f"{tool} exited {code}:\n{err[-2000:]}")
     return Run(tool, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, load)
