@@ -166,10 +166,14 @@ class ScoreRun:
     skipped: list[dict[str, str]] = field(default_factory=list)
     config: Mapping[str, JSON] = field(default_factory=dict)
 
+    def summary(self) -> dict[str, JSON]:
+        """The results file's `summary`, without rendering every episode's record."""
+        return summarise(self.episodes, self.regressions, self.rejected, self.skipped)
+
     @property
     def critical(self) -> bool:
         """Whether any episode raised a CRITICAL alert or a CRITICAL regression fired."""
-        summary = summarise(self.episodes, self.regressions, self.rejected, self.skipped)
+        summary = self.summary()
         return bool(summary["critical_episodes"] or summary["critical_regressions"])
 
     def exit_code(self) -> int:
@@ -189,7 +193,7 @@ class ScoreRun:
             "source": dict(self.source),
             "baseline": dict(self.baseline),
             "config": dict(self.config),
-            "summary": summarise(self.episodes, self.regressions, self.rejected, self.skipped),
+            "summary": self.summary(),
             "episodes": [e.to_json() for e in self.episodes],
             "regressions": [r.to_json() for r in self.regressions],
             "rejected": [r.to_json() for r in self.rejected],

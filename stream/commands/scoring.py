@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from assertions.errors import InputError, WrongFileKindError
+from stream.batch_gc import full_collections_deferred
 from stream.commands.user_error import UserError
 
 # The handlers import what they run (scoring, the store's HTTP client) when they run.
@@ -38,10 +39,19 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
     from connectors.episode_store import EpisodeStoreError
 
+    # The result goes round the task: when asyncio.run restores the SIGINT handler, Python
+    # 3.11 formats the repr of the finished main task, result included (an enum lookup's
+    # error message) -- for a whole score run, every record's dataclass repr.
+    results: list[T] = []
+
+    async def keep_result() -> None:
+        results.append(await coro)
+
     try:
-        return asyncio.run(coro)
+        asyncio.run(keep_result())
     except (InputError, EpisodeStoreError) as exc:
         raise UserError(str(exc)) from exc
+    return results[0]
 
 
 def _now() -> datetime:
@@ -178,7 +188,7 @@ def _rules_file(path: str) -> dict[str, Any]:
 def _summary_lines(run: ScoreRun) -> list[str]:
     from assertions.scores.run import SCORE_NAMES
 
-    s = run.to_json()["summary"]
+    s = run.summary()
     means = s["mean_scores"]
     shown = ", ".join(
         f"{name} {means[name]:.3f}" for name in SCORE_NAMES if means.get(name) is not None
@@ -273,8 +283,9 @@ def score(
         settings = ScoreSettings.build(values)
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    run = _run(score_episodes(settings, now=_now()))
-    obj = run.to_json()
+    with full_collections_deferred():
+        run = _run(score_episodes(settings, now=_now()))
+        obj = run.to_json()
     if output:
         Path(output).write_bytes(orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n")
     if markdown:
@@ -398,7 +409,8 @@ def nightly(config_file: str | None, **options: Any) -> None:
         settings = NightlySettings.load(config_file, values)
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    result = _run(run_nightly(settings, now=_now()))
+    with full_collections_deferred():
+        result = _run(run_nightly(settings, now=_now()))
     for line in _summary_lines(result.run):
         click.echo(line)
     click.echo(f"reports: {result.json_path} {result.markdown_path}")
