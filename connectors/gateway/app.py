@@ -172,6 +172,20 @@ def hot_post(app: GatewayApp, path: str, **route: Any) -> Callable[[Handler], Ha
     return register
 
 
+def _ingest_post(
+    app: GatewayApp, path: str, summary: str, item: dict[str, JSON]
+) -> Callable[[Handler], Handler]:
+    """A hot ingest route: items of this schema as JSON or NDJSON, answered 202."""
+    return hot_post(
+        app,
+        path,
+        summary=summary,
+        openapi_extra=openapi.json_or_ndjson(item),
+        responses=openapi.accepted_response(),
+        status_code=202,
+    )
+
+
 class Gateway:
     """The request handling shared by the routes (auth, bodies, publishing)."""
 
@@ -341,26 +355,16 @@ def _add_error_handlers(app: FastAPI, metrics: GatewayMetrics, retry_after_s: in
 def _add_ingest_routes(app: GatewayApp, gw: Gateway, episode_codec: EpisodeCodec | None) -> None:
     codec: EpisodeCodec = episode_codec or episode_to_signals
 
-    @hot_post(
-        app,
-        "/v1/signals",
-        summary="Native signals (JSON array, one object, or NDJSON)",
-        openapi_extra=openapi.json_or_ndjson(openapi.SIGNAL),
-        responses=openapi.accepted_response(),
-        status_code=202,
+    @_ingest_post(
+        app, "/v1/signals", "Native signals (JSON array, one object, or NDJSON)", openapi.SIGNAL
     )
     async def post_signals(request: Request) -> Response:
         caller = gw.caller(request)
         items = await gw.items(request)
         return await gw.accept(signal_records(items, caller, gw.encoder, header_episode(request)))
 
-    @hot_post(
-        app,
-        "/v1/llm-calls",
-        summary="LLM-call records, native or the AIR shape",
-        openapi_extra=openapi.json_or_ndjson(openapi.LLM_CALL),
-        responses=openapi.accepted_response(),
-        status_code=202,
+    @_ingest_post(
+        app, "/v1/llm-calls", "LLM-call records, native or the AIR shape", openapi.LLM_CALL
     )
     async def post_llm_calls(request: Request) -> Response:
         caller = gw.caller(request)
@@ -368,13 +372,8 @@ def _add_ingest_routes(app: GatewayApp, gw: Gateway, episode_codec: EpisodeCodec
         records = llm_call_records(items, caller, gw.encoder, header_episode(request))
         return await gw.accept(records)
 
-    @hot_post(
-        app,
-        "/v1/episodes",
-        summary="Whole episodes in the episode-store shape",
-        openapi_extra=openapi.json_or_ndjson(openapi.STORE_EPISODE),
-        responses=openapi.accepted_response(),
-        status_code=202,
+    @_ingest_post(
+        app, "/v1/episodes", "Whole episodes in the episode-store shape", openapi.STORE_EPISODE
     )
     async def post_episodes(request: Request) -> Response:
         caller = gw.caller(request)
@@ -388,13 +387,11 @@ def _add_ingest_routes(app: GatewayApp, gw: Gateway, episode_codec: EpisodeCodec
 
         return await gw.accept(converted_records(items, convert, caller, gw.encoder, "episode"))
 
-    @hot_post(
+    @_ingest_post(
         app,
         "/v1/litellm",
-        summary="LiteLLM generic_api logging payloads (StandardLoggingPayload)",
-        openapi_extra=openapi.json_or_ndjson(openapi.LITELLM_PAYLOAD),
-        responses=openapi.accepted_response(),
-        status_code=202,
+        "LiteLLM generic_api logging payloads (StandardLoggingPayload)",
+        openapi.LITELLM_PAYLOAD,
     )
     async def post_litellm(request: Request) -> Response:
         caller = gw.caller(request)

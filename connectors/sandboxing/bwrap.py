@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import resource
 import shutil
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assertions.graders.function_output import RESULT_FILE, SandboxLimits, SandboxRun
+from connectors.sandboxing.child_process import kill_group, read_result, set_limits
 from connectors.sandboxing.pids_cgroup import PidsCgroup, join
 
 OUTPUT_LIMIT = 10_000
@@ -158,13 +158,7 @@ def _limit(limits: SandboxLimits, procs_file: str | None) -> None:
     """Runs in the child between fork and exec: async-signal-safe calls only."""
     if procs_file is not None:
         join(procs_file)
-    cpu = max(1, int(limits.cpu_seconds + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    memory = limits.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    size = limits.file_size_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    set_limits(limits)
     resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
 
 
@@ -233,9 +227,9 @@ def _run(
         stdout, stderr = process.communicate(stdin, timeout=limits.timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(process)
+        kill_group(process)
         stdout, stderr = _drain(process)
-    result = _read_result(root / RESULT_FILE)
+    result = read_result(root / RESULT_FILE)
     if not timed_out and result is None and stderr.startswith("bwrap:"):
         # bwrap itself failed to set the sandbox up: the runner's failure, not the code's
         raise OSError(f"bwrap could not start the sandbox: {stderr.strip()[-500:]}")
@@ -253,11 +247,6 @@ def _run(
     )
 
 
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 def _drain(process: subprocess.Popen[str]) -> tuple[str, str]:
     """What is left in the pipes, within a grace period: a holder of the write ends that
     escaped the kill must not hold the grader."""
@@ -271,11 +260,3 @@ def _drain(process: subprocess.Popen[str]) -> tuple[str, str]:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=PIPE_GRACE_S)
         return "", "output pipes still held after the kill; closed"
-
-
-def _read_result(path: Path) -> object:
-    try:
-        text = path.read_text("utf-8")
-        return json.loads(text) if text else None
-    except (OSError, ValueError):
-        return None

@@ -21,11 +21,7 @@ and sees its whole file system and its processes.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import json
-import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -36,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from assertions.graders.function_output import RESULT_FILE, SandboxLimits, SandboxRun
+from connectors.sandboxing.child_process import kill_group, read_result, set_limits
 
 OUTPUT_LIMIT = 10_000
 NetworkIsolation = Literal["unshare", "unshare-user", "none"]
@@ -57,17 +54,6 @@ def detect_network_isolation() -> NetworkIsolation:
         if probe.returncode == 0:
             return mode  # type: ignore[return-value]  # the literal from the tuple above
     return "none"
-
-
-def _limit(limits: SandboxLimits) -> None:
-    """Runs in the child between fork and exec: async-signal-safe calls only."""
-    cpu = max(1, int(limits.cpu_seconds + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    memory = limits.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    size = limits.file_size_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 class SubprocessSandbox:
@@ -126,16 +112,16 @@ class SubprocessSandbox:
                 stderr=subprocess.PIPE,
                 text=True,
                 start_new_session=True,
-                preexec_fn=functools.partial(_limit, limits),  # noqa: PLW1509 - setrlimit must run in the child before exec; the parent holds no locks the child needs
+                preexec_fn=functools.partial(set_limits, limits),  # noqa: PLW1509 - setrlimit must run in the child before exec; the parent holds no locks the child needs
             )
             timed_out = False
             try:
                 stdout, stderr = process.communicate(stdin, timeout=limits.timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(process)
+                kill_group(process)
                 stdout, stderr = process.communicate()
-            result = _read_result(root / RESULT_FILE)
+            result = read_result(root / RESULT_FILE)
             if process.returncode is not None and process.returncode < 0:
                 killed_by = -process.returncode
                 timed_out = timed_out or killed_by in (signal.SIGXCPU, signal.SIGKILL)
@@ -146,15 +132,3 @@ class SubprocessSandbox:
                 timed_out=timed_out,
                 result=result,
             )
-
-
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _read_result(path: Path) -> object:
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
