@@ -242,7 +242,8 @@ class _ProgressLine:
 
     def __call__(self, progress: PageProgress) -> None:
         self.last = progress
-        line = f"store: {progress.episodes} episodes read, {progress.pages} pages"
+        pages = f"{progress.pages} page" + ("" if progress.pages == 1 else "s")
+        line = f"store: {progress.episodes} episodes read, {pages}"
         if progress.retries:
             line += f", {progress.retries} retried"
         if progress.retrying is not None:
