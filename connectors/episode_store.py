@@ -10,6 +10,11 @@ Endpoints used: `GET /v1/health`, `GET /v1/episodes` (filters `agent_id`, `model
 `GET /v1/episodes/{id}/replay`. A list answer may be a JSON array or an object with an
 `episodes` array; listed episodes without `steps` are fetched one by one.
 
+A list page that fails with a connection error, a timeout, HTTP 429 or 5xx is tried again,
+paced by the shared `connectors.retry_policy.BackoffPolicy` (`Retry-After` honoured, capped);
+when its attempts are spent the error names the page's offset. `iter_episodes` tells an
+optional `on_page(PageProgress)` after each page and each retry (the CLI's progress line).
+
 Errors (one tree, rooted in `EpisodeStoreError`):
 
     EpisodeStoreError
@@ -21,8 +26,11 @@ Errors (one tree, rooted in `EpisodeStoreError`):
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import AsyncIterator, Mapping
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
@@ -30,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from assertions.errors import EvalstreamError, InputError
+from connectors.retry_policy import Attempt, BackoffPolicy, Sleep, retry_after_s
 
 # httpx is imported by the client that uses it: scoring episode files never loads it.
 if TYPE_CHECKING:
@@ -38,6 +47,8 @@ if TYPE_CHECKING:
 JSON = Any
 MAX_PAGE = 500  # the store's largest `limit`
 STATUSES = ("running", "success", "failure", "timeout", "killed")
+# A list page is tried up to 5 times over about 7 s (longer when the store asks, <= 30 s a pause).
+PAGE_RETRY = BackoffPolicy(initial_s=0.5, max_s=30.0, max_attempts=5)
 
 
 class EpisodeStoreError(EvalstreamError):
@@ -51,9 +62,16 @@ class StoreUnavailableError(EpisodeStoreError):
 class StoreResponseError(EpisodeStoreError):
     """The store answered with an unexpected status or body."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after  # seconds the store asked to wait (Retry-After)
+
+    @property
+    def retryable(self) -> bool:
+        return self.status is not None and (self.status == 429 or self.status >= 500)
 
 
 class EpisodeNotFoundError(StoreResponseError):
@@ -161,6 +179,18 @@ def _moment(value: JSON) -> datetime | None:
 
 
 @dataclass(frozen=True, slots=True)
+class PageProgress:
+    """How far a paged read has come: episodes and pages read, retries so far, and the
+    failure just retried (`retrying`: None after a page that was read)."""
+
+    episodes: int
+    pages: int
+    retries: int
+    offset: int
+    retrying: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StoreHealth:
     status: str
     service: str | None
@@ -181,6 +211,9 @@ class EpisodeStoreClient:
         *,
         timeout_s: float = 10.0,
         client: httpx.AsyncClient | None = None,
+        page_retry: BackoffPolicy = PAGE_RETRY,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         import httpx  # noqa: PLC0415 - see the imports above
 
@@ -197,6 +230,10 @@ class EpisodeStoreClient:
         self.base_url = base_url.rstrip("/")
         self._own = client is None
         self._client = client or httpx.AsyncClient(base_url=self.base_url, timeout=timeout_s)
+        self.page_retry = page_retry
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.retries = 0  # list pages tried again, over this client's life
 
     async def __aenter__(self) -> EpisodeStoreClient:
         return self
@@ -235,6 +272,7 @@ class EpisodeStoreClient:
             raise StoreResponseError(
                 f"{where}: HTTP {response.status_code}: {response.text[:300]}",
                 response.status_code,
+                retry_after_s(response.headers, time.time()),
             )
         try:
             return response.json()
@@ -253,12 +291,41 @@ class EpisodeStoreClient:
             episodes_stored=stored if isinstance(stored, int) else None,
         )
 
-    async def list_page(self, query: EpisodeQuery, *, limit: int, offset: int = 0) -> list[JSON]:
-        """One page of the list endpoint (as the store returns it, steps or not)."""
+    async def list_page(
+        self,
+        query: EpisodeQuery,
+        *,
+        limit: int,
+        offset: int = 0,
+        on_retry: Callable[[str], None] | None = None,
+    ) -> list[JSON]:
+        """One page of the list endpoint (as the store returns it, steps or not), retried
+        as the module docstring says; `on_retry(error)` is told before each pause."""
         if not 1 <= limit <= MAX_PAGE:
             raise StoreQueryError(f"a page `limit` must be within 1..{MAX_PAGE}, got {limit}")
         params = {**query.params(), "limit": str(limit), "offset": str(offset)}
-        obj = await self._get("/v1/episodes", params)
+
+        async def attempt() -> Attempt[JSON]:
+            try:
+                return Attempt(await self._get("/v1/episodes", params))
+            except StoreUnavailableError as exc:
+                return Attempt(exc, retryable=True)
+            except StoreResponseError as exc:
+                if not exc.retryable:
+                    raise
+                return Attempt(exc, retryable=True, retry_after_s=exc.retry_after)
+
+        def count_retry(failed: Attempt[JSON], pause: float) -> None:
+            self.retries += 1
+            if on_retry is not None:
+                on_retry(f"{failed.result}; again in {pause:.1f}s")
+
+        last = await self.page_retry.run(
+            attempt, rng=self._rng, sleep=self._sleep, on_retry=count_retry
+        )
+        obj = last.result
+        if isinstance(obj, EpisodeStoreError):
+            raise _page_failed(obj, offset, limit, self.page_retry.max_attempts) from obj
         items = obj.get("episodes") if isinstance(obj, Mapping) else obj
         if not isinstance(items, list):
             raise StoreResponseError(
@@ -268,15 +335,30 @@ class EpisodeStoreClient:
         return items
 
     async def iter_episodes(
-        self, query: EpisodeQuery, *, page_size: int = 100
+        self,
+        query: EpisodeQuery,
+        *,
+        page_size: int = 100,
+        on_page: Callable[[PageProgress], None] | None = None,
     ) -> AsyncIterator[JSON]:
         """Every episode matching `query` (at most `query.limit`), full (with steps)."""
         remaining = query.limit
-        offset = 0
+        offset = read = pages = 0
+        retries_before = self.retries
+
+        def retrying(error: str) -> None:
+            if on_page is not None:
+                retried = self.retries - retries_before
+                on_page(PageProgress(read, pages, retried, offset, retrying=error))
+
         while remaining is None or remaining > 0:
             want = min(page_size, MAX_PAGE) if remaining is None else min(remaining, page_size)
             want = min(want, MAX_PAGE)
-            page = await self.list_page(query, limit=want, offset=offset)
+            page = await self.list_page(query, limit=want, offset=offset, on_retry=retrying)
+            pages += 1
+            read += len(page)
+            if on_page is not None:
+                on_page(PageProgress(read, pages, self.retries - retries_before, offset))
             for listed in page:
                 if (
                     isinstance(listed, Mapping)
@@ -302,3 +384,17 @@ class EpisodeStoreClient:
         if not episode_id:
             raise StoreQueryError("an episode id must be non-empty")
         return await self._get(f"/v1/episodes/{quote(episode_id, safe='')}/replay")
+
+
+def _page_failed(
+    last: EpisodeStoreError, offset: int, limit: int, attempts: int
+) -> EpisodeStoreError:
+    """The error of a list page whose attempts are spent: which page, why, and what to do."""
+    message = (
+        f"episode store: the list page at offset {offset} (limit {limit}) failed {attempts} "
+        f"times; last: {last}. The store is down or overloaded: check it (`evalstream status`) "
+        "and run again, or read less at once (--since, --limit)"
+    )
+    if isinstance(last, StoreResponseError):
+        return StoreResponseError(message, last.status, last.retry_after)
+    return StoreUnavailableError(message)

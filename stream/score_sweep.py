@@ -37,6 +37,7 @@ it (`assertions.file_kinds`).
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -59,7 +60,7 @@ from assertions.suite_format.suites import Suite, SuiteSet, load_suite
 from assertions.wire.pricing import default_pricing, load_pricing
 from assertions.wire.signals import Signal
 from connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
-from connectors.episode_store import EpisodeQuery, EpisodeStoreClient
+from connectors.episode_store import MAX_PAGE, EpisodeQuery, EpisodeStoreClient, PageProgress
 from connectors.files.episode_files import FileItem, FileProblem, read_episode_file
 from connectors.files.file_kinds import expecting, raise_if_other_kind
 from stream.judge import judge_from
@@ -104,6 +105,7 @@ class ScoreSettings(BaseModel):
     until: str | None = None
     limit: int | None = Field(50, ge=1, description="At most this many episodes (None: all).")
     timeout_s: float = Field(10.0, gt=0)
+    progress: bool = Field(False, description="A progress line on stderr while reading a store.")
     suites: list[str] = Field(default_factory=list)
     pricing: str | None = None
     judge: str | None = Field(
@@ -218,13 +220,42 @@ async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[
                 yield item.where, item.episode
         return
     assert settings.store_url is not None
+    on_page = _ProgressLine() if settings.progress else None
     async with EpisodeStoreClient(settings.store_url, timeout_s=settings.timeout_s) as store:
-        async for episode in store.iter_episodes(query):
+        async for episode in store.iter_episodes(query, page_size=MAX_PAGE, on_page=on_page):
             yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
+        if on_page is not None:
+            on_page.done()
         if settings.baseline == "run":
-            async for episode in store.iter_episodes(base_query):
+            async for episode in store.iter_episodes(base_query, page_size=MAX_PAGE):
                 if _in_run(episode, settings):
                     yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
+
+
+class _ProgressLine:
+    """`store: 12500 episodes read, 25 pages` on stderr after each page, rewritten in place
+    on a terminal, one line a page otherwise; a retried page gets a line of its own."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last: PageProgress | None = None
+
+    def __call__(self, progress: PageProgress) -> None:
+        self.last = progress
+        pages = f"{progress.pages} page" + ("" if progress.pages == 1 else "s")
+        line = f"store: {progress.episodes} episodes read, {pages}"
+        if progress.retries:
+            line += f", {progress.retries} retried"
+        if progress.retrying is not None:
+            line = f"store: retrying the page at offset {progress.offset}: {progress.retrying}"
+            sys.stderr.write(("\n" if self.tty else "") + line + "\n")
+        else:
+            sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and self.last is not None:
+            sys.stderr.write("\n")
 
 
 def _episode_file_items(paths: list[str]) -> Iterator[FileItem | FileProblem]:

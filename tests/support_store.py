@@ -9,7 +9,8 @@ Endpoints: POST/GET /v1/episodes (filters agent_id, status, since, until, model,
 tool, limit 1-500 default 50, offset; newest first), GET /v1/episodes/{id},
 GET /v1/episodes/{id}/replay, GET /v1/health. `list_without_steps` makes the list endpoint
 answer summaries without steps (clients must then fetch each episode); `delay_s` slows
-every answer down; `fail_with` makes every answer that HTTP status.
+every answer down; `fail_with` makes every answer that HTTP status; `fail_page[offset] = n`
+makes the next n list requests at that offset answer `page_failure` (503 with Retry-After 0).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ class EpisodeStoreServer:
         self.list_without_steps = False
         self.delay_s = 0.0
         self.fail_with: int | None = None
+        self.fail_page: dict[int, int] = {}
+        self.page_failure = (503, {"Retry-After": "0"})
+        self._newest_first: list[dict[str, JSON]] | None = None  # sorted once for big stores
         self.app = self._build()
         self.port = _free_port()
         config = uvicorn.Config(
@@ -79,10 +83,19 @@ class EpisodeStoreServer:
     def add(self, episode: dict[str, JSON]) -> dict[str, JSON]:
         stored = with_totals(episode)
         self.episodes[stored["episode_id"]] = stored
+        self._newest_first = None
         return stored
 
     def put_raw(self, obj: dict[str, JSON]) -> None:
         self.episodes[str(obj.get("episode_id"))] = obj
+        self._newest_first = None
+
+    def newest_first(self) -> list[dict[str, JSON]]:
+        if self._newest_first is None or len(self._newest_first) != len(self.episodes):
+            self._newest_first = sorted(
+                self.episodes.values(), key=lambda e: str(e.get("started_at") or ""), reverse=True
+            )
+        return self._newest_first
 
     def _build(self) -> FastAPI:
         app = FastAPI()
@@ -97,6 +110,14 @@ class EpisodeStoreServer:
                 await asyncio.sleep(store.delay_s)
             if store.fail_with is not None:
                 return JSONResponse({"detail": "injected failure"}, status_code=store.fail_with)
+            if request.url.path == "/v1/episodes" and request.method == "GET":
+                offset = int(request.query_params.get("offset", "0"))
+                if store.fail_page.get(offset, 0) > 0:
+                    store.fail_page[offset] -= 1
+                    status, headers = store.page_failure
+                    return JSONResponse(
+                        {"detail": "injected page failure"}, status_code=status, headers=headers
+                    )
             response: Response = await call_next(request)
             return response
 
@@ -129,7 +150,7 @@ class EpisodeStoreServer:
             offset: int = Query(0, ge=0),
         ) -> list[dict[str, JSON]]:
             found = []
-            for ep in store.episodes.values():
+            for ep in store.newest_first():
                 steps = ep.get("steps") or []
                 started = ep.get("started_at")
                 if agent_id is not None and ep.get("agent_id") != agent_id:
@@ -147,7 +168,6 @@ class EpisodeStoreServer:
                 if tool is not None and not any(s.get("tool_name") == tool for s in steps):
                     continue
                 found.append(ep)
-            found.sort(key=lambda e: str(e.get("started_at") or ""), reverse=True)
             page = found[offset : offset + limit]
             if store.list_without_steps:
                 return [{k: v for k, v in ep.items() if k != "steps"} for ep in page]

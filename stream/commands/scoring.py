@@ -73,6 +73,11 @@ def score_options(func: Callable[..., None]) -> Callable[..., None]:
         click.option("--until", help="Episodes started before: a duration or ISO time."),
         click.option("--timeout", "timeout_s", type=float, help="Store request timeout (s)."),
         click.option(
+            "--progress",
+            is_flag=True,
+            help="A progress line on stderr while reading the store (default: when a terminal).",
+        ),
+        click.option(
             "--suite",
             "-s",
             "suites",
@@ -141,6 +146,7 @@ def _settings_values(
     no_baseline: bool,
     rules_file: str | None,
     keep_unknown_steps: bool,
+    progress: bool,
     **given: Any,
 ) -> dict[str, Any]:
     chosen = [
@@ -167,6 +173,8 @@ def _settings_values(
         values["suites"] = list(values["suites"])
     if keep_unknown_steps:
         values["unknown_steps"] = "keep"
+    if progress or sys.stderr.isatty():
+        values["progress"] = True
     if rules_file:
         values.update(_rules_file(rules_file))
     return values

@@ -12,13 +12,15 @@ from connectors.episode_store import (
     EpisodeNotFoundError,
     EpisodeQuery,
     EpisodeStoreClient,
+    PageProgress,
     StoreQueryError,
     StoreResponseError,
     StoreUnavailableError,
 )
-from tests.scoring.episodes import T0, make_episode
+from connectors.retry_policy import BackoffPolicy
+from tests.scoring.episodes import T0, iso, make_episode
 from tests.support.ports import free_port
-from tests.support_store import EpisodeStoreServer
+from tests.support_store import EpisodeStoreServer, with_totals
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +36,7 @@ def filled(store: EpisodeStoreServer) -> EpisodeStoreServer:
     store.list_without_steps = False
     store.delay_s = 0.0
     store.fail_with = None
+    store.fail_page = {}
     for i in range(5):
         store.add(make_episode(f"bot-{i}", start=T0 + timedelta(minutes=i)))
     store.add(make_episode("other-0", agent="other-bot", model="claude-sonnet-4-5"))
@@ -131,10 +134,73 @@ async def test_a_slow_store_times_out(filled: EpisodeStoreServer) -> None:
 @pytest.mark.asyncio
 async def test_a_failing_store(filled: EpisodeStoreServer) -> None:
     filled.fail_with = 503
-    async with EpisodeStoreClient(filled.url) as client:
+    quick = BackoffPolicy(initial_s=0.0, max_s=0.0, max_attempts=2)
+    async with EpisodeStoreClient(filled.url, page_retry=quick) as client:
         with pytest.raises(StoreResponseError, match="HTTP 503") as failed:
             await collect(client, EpisodeQuery())
     assert failed.value.status == 503
+    assert "offset 0" in str(failed.value)
+    assert len(filled.requests) == 2  # one retry, then the error
+
+
+@pytest.mark.asyncio
+async def test_a_page_that_fails_once_is_retried_after_the_stores_pause(
+    filled: EpisodeStoreServer,
+) -> None:
+    filled.fail_page = {2: 1}
+    filled.page_failure = (503, {"Retry-After": "3"})
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    seen: list[PageProgress] = []
+    async with EpisodeStoreClient(filled.url, sleep=sleep) as client:
+        ids = [
+            ep["episode_id"]
+            async for ep in client.iter_episodes(
+                EpisodeQuery(limit=None), page_size=2, on_page=seen.append
+            )
+        ]
+    assert len(ids) == len(set(ids)) == 7
+    assert pauses == [3.0]  # the store's Retry-After, not the computed back-off
+    assert client.retries == 1
+    assert [p.offset for p in seen if p.retrying] == [2]
+    assert "HTTP 503" in str(seen[1].retrying)
+    assert (seen[-1].episodes, seen[-1].pages, seen[-1].retries) == (7, 4, 1)
+
+
+@pytest.mark.asyncio
+async def test_a_client_error_on_a_page_is_not_retried(filled: EpisodeStoreServer) -> None:
+    filled.fail_page = {0: 1}
+    filled.page_failure = (400, {})
+    async with EpisodeStoreClient(filled.url) as client:
+        with pytest.raises(StoreResponseError, match="HTTP 400"):
+            await collect(client, EpisodeQuery())
+    assert client.retries == 0
+
+
+@pytest.mark.asyncio
+async def test_a_store_of_100000_episodes_is_read_completely() -> None:
+    base = with_totals(make_episode("base"))
+    with EpisodeStoreServer() as big:
+        for i in range(100_000):
+            episode_id = f"ep-{i:06d}"
+            started = iso(T0 + timedelta(seconds=i))
+            big.episodes[episode_id] = {**base, "episode_id": episode_id, "started_at": started}
+        big.fail_page = {50_000: 1}  # one page fails midway, and is read on the retry
+        async with EpisodeStoreClient(big.url) as client:
+            ids = [
+                ep["episode_id"]
+                async for ep in client.iter_episodes(EpisodeQuery(limit=None), page_size=500)
+            ]
+    assert len(ids) == 100_000
+    assert ids[0] == "ep-099999"
+    assert ids[-1] == "ep-000000"
+    assert set(ids) == set(big.episodes)
+    assert client.retries == 1
+    # 200 full pages, the empty one that ends the read, and the retry
+    assert sum("/v1/episodes?" in r for r in big.requests) == 202
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,8 @@ def server() -> Iterator[EpisodeStoreServer]:
 def store(server: EpisodeStoreServer) -> EpisodeStoreServer:
     server.episodes.clear()
     server.requests.clear()
+    server.fail_page = {}
+    server.page_failure = (503, {"Retry-After": "0"})
     return server
 
 
@@ -473,6 +475,39 @@ def test_report_of_something_else(evalstream: Run, tmp_path: Path) -> None:
     proc = evalstream("report", "check.json")
     assert proc.returncode == 2
     assert "`kind` is None, not 'score-run'" in proc.stderr
+
+
+def test_score_reads_every_page_through_a_failing_one_and_shows_progress(
+    evalstream: Run, store: EpisodeStoreServer, tmp_path: Path
+) -> None:
+    steady(store, 1200)
+    store.fail_page = {500: 1}  # the second page answers 503 once
+    proc = evalstream(
+        "score", "--store-url", store.url, "--limit", "1200", "--progress", "--output", "r.json"
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    ids = {e["episode_id"] for e in results(tmp_path / "r.json")["episodes"]}
+    assert ids == set(store.episodes)
+    assert "store: retrying the page at offset 500: " in proc.stderr
+    assert "HTTP 503" in proc.stderr
+    progress = [line for line in proc.stderr.splitlines() if line.startswith("store: 1")]
+    assert progress[-1] == "store: 1200 episodes read, 3 pages, 1 retried"
+    assert sum("offset=500" in r for r in store.requests) == 2
+
+
+def test_score_against_a_store_that_keeps_failing_names_the_page(
+    evalstream: Run, store: EpisodeStoreServer, tmp_path: Path
+) -> None:
+    steady(store, 1200)
+    store.fail_page = {500: 99}
+    proc = evalstream("score", "--store-url", store.url, "--limit", "1200")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the list page at offset 500 (limit 500) failed 5 times" in proc.stderr
+    assert "HTTP 503" in proc.stderr
+    assert "evalstream status" in proc.stderr
+    # No progress unless asked or on a terminal.
+    assert not any(line.startswith("store: ") for line in proc.stderr.splitlines())
+    assert sum("offset=500" in r for r in store.requests) == 5
 
 
 # --- nightly --------------------------------------------------------------------------------
