@@ -13,6 +13,8 @@ and the gate blocks; 2 a usage or input error.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 # The formats of `assertions.harness.report.REPORT_FORMATS` (a unit test keeps them equal).
@@ -121,52 +123,12 @@ def harness_group() -> None:
     default=None,
     help="Progress on stderr (default: when stderr is a terminal).",
 )
-def run_command(
-    suite_path: str,
-    target: str | None,
-    outputs_path: str | None,
-    attempts: int,
-    categories: tuple[str, ...],
-    tags: tuple[str, ...],
-    grader_types: tuple[str, ...],
-    threshold_flags: tuple[str, ...],
-    on_failure: str | None,
-    reports: tuple[str, ...],
-    fmt: str | None,
-    reviews_path: str | None,
-    judge_spec: str | None,
-    workers: int | None,
-    timeout_s: float,
-    sandbox_target: bool,
-    no_sandbox: bool,
-    verbose: bool,
-    progress: bool | None,
-) -> None:
+def run_command(**options: Any) -> None:
     """Grade an eval-harness suite and gate on its thresholds (exit 0 pass, 1 blocked, 2 bad
     input)."""
     from stream.grading.harness_run import run
 
-    run(
-        suite_path=suite_path,
-        target=target,
-        outputs_path=outputs_path,
-        attempts=attempts,
-        categories=categories,
-        tags=tags,
-        grader_types=grader_types,
-        threshold_flags=threshold_flags,
-        on_failure=on_failure,
-        reports=reports,
-        fmt=fmt,
-        reviews_path=reviews_path,
-        judge_spec=judge_spec,
-        workers=workers,
-        timeout_s=timeout_s,
-        sandbox_target=sandbox_target,
-        no_sandbox=no_sandbox,
-        verbose=verbose,
-        progress=progress,
-    )
+    run(**options)  # click's keyword arguments are `run`'s parameters, typed there
 
 
 @harness_group.command("report")
