@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install native pure demo test lint typecheck contracts rules check bench clean
+.PHONY: install demo test lint typecheck contracts rules check bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -12,15 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The hot-path modules compiled with mypyc (assertions/native.py); rebuilt when a source
-# changed, a no-op otherwise. Needs a C compiler. `make pure` goes back to pure Python.
-native: $(STAMP)
-	$(PY) scripts/build_native.py
-
-pure: $(STAMP)
-	$(PY) scripts/build_native.py --clean
-
-install: $(STAMP) native
+install: $(STAMP)
 
 EXAMPLES := code-review code-generation refactoring debugging
 demo: install
@@ -28,12 +20,9 @@ demo: install
 	$(VENV)/bin/evalstream up --metrics-port 0 $(foreach d,$(EXAMPLES),--suite examples/$(d)/suite.yaml) \
 		$(foreach d,$(EXAMPLES),examples/$(d)/episodes.jsonl) || test $$? -eq 1
 
-# Every tier runs the compiled modules (a test fails if they cannot run); the pure-Python
-# modules, the fallback without a C compiler, run the unit and property tiers again.
 test: install
 	bash scripts/system-deps.sh
-	EVALSTREAM_REQUIRE_NATIVE=1 $(PY) -m pytest $(PYTEST_ARGS)
-	EVALSTREAM_NATIVE=0 $(PY) -m pytest -q tests/unit tests/property tests/pipeline_batch
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -59,5 +48,4 @@ bench: install
 	$(PY) bench/engine_bench.py
 
 clean:
-	test ! -x $(PY) || $(PY) scripts/build_native.py --clean
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist

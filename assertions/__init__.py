@@ -11,11 +11,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-# Before any hot-path module is imported: compiled (mypyc) or pure Python, see native.py.
-from assertions import native
-
-native.select()
-
 if TYPE_CHECKING:
     from assertions.errors import EvalstreamError, InputError, SignalDecodeError, SuiteError
     from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler

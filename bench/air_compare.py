@@ -318,7 +318,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"AIR eval-harness {args.air_commit or _air_commit(args.air)}")
     else:
         print("no --air checkout of airblackbox/eval-harness given: evalstream alone, no ratio")
-    print(f"EVALSTREAM_NATIVE={os.environ.get('EVALSTREAM_NATIVE', '(unset)')}")
 
     runs: list[Run] = []
     names = list(tools)

@@ -2,7 +2,7 @@
 """What the LLM judge's own code costs per question, the API call excluded, with and without
 a spend budget.
 
-    EVALSTREAM_NATIVE=0 .venv/bin/python bench/judge_bench.py [--questions 400] [--rounds 5]
+    .venv/bin/python bench/judge_bench.py [--questions 400] [--rounds 5]
 
 Asks `AnthropicJudge` `--questions` distinct questions (no response-cache hits), one at a
 time, against the local Messages API server the tests use (tests/support/messages_api.py,
@@ -202,11 +202,10 @@ def main() -> None:
                 cpu[name].append(cpu_us)
         child.stdin.close()
 
-    native = os.environ.get("EVALSTREAM_NATIVE", "auto")
     print(
         f"# LLM judge path per question, API call excluded ({platform.python_version()}, ", end=""
     )
-    print(f"EVALSTREAM_NATIVE={native}, {os.cpu_count()} cores)\n")
+    print(f"{os.cpu_count()} cores)\n")
     clients = "the SDK's default client (TLS context per client)" if args.sdk_tls else "default"
     print(f"{args.questions} questions per round, one at a time, {args.rounds} rounds, ", end="")
     print(f"API clients: {clients}\n")

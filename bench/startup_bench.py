@@ -99,7 +99,6 @@ def write_inputs(directory: Path) -> None:
 
 def environment(root: Path) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(root), "ANTHROPIC_API_KEY": ""}
-    env.setdefault("EVALSTREAM_NATIVE", "0")
     # As installed: the project's bytecode is cached (by the warm-up rounds), like the
     # dependencies' in site-packages; compiling every source each time would dominate.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -173,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         samples[which][name].append(sample)
     print(
         f"Python {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"EVALSTREAM_NATIVE={envs[0]['EVALSTREAM_NATIVE']}, {opts.runs} runs each; "
+        f"{opts.runs} runs each; "
         f"this tree: {ROOT}" + (f"; baseline: {roots[1]}" if len(roots) > 1 else "")
     )
 

@@ -70,8 +70,7 @@ class Sink(Protocol):
 class Envelope:
     """One raw input message and where it came from (for dead letters and offsets).
 
-    A plain class, not a dataclass: made per message, and a (compiled) dataclass keeps the
-    interpreted `__init__` that dataclasses generates."""
+    A plain slotted class: made per message."""
 
     __slots__ = ("key", "offset", "partition", "timestamp_ms", "topic", "value")
 

@@ -35,7 +35,7 @@ def _solve_increasing(f_target: float, lo: float, hi: float, f: _Fn) -> float:
 
 
 class _Fn:
-    """A monotone ARL function of the threshold (a class, not a closure: mypyc-friendly)."""
+    """A monotone ARL function of the threshold."""
 
     def __init__(self, k: float, drift: float, kind: str) -> None:
         self.k = k

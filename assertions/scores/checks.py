@@ -38,9 +38,9 @@ def check_number(value: object, what: str, error: type[InputError]) -> float:
     return number
 
 
-# Kinds of raw configuration values, checked before they reach a typed constructor: the
-# compiled modules (assertions.native) reject a value of the wrong type with a bare TypeError
-# that does not say which setting it was, so the boundaries that read files check first.
+# Kinds of raw configuration values, checked before they reach a typed constructor: a value of
+# the wrong type would otherwise fail later with a bare TypeError that does not say which
+# setting it was, so the boundaries that read files check first.
 NUMBER, OPTIONAL_NUMBER, INTEGER = "a number", "a number or null", "an integer"
 TEXT, OPTIONAL_TEXT, TEXTS = "a string", "a string or null", "a list of strings"
 

@@ -184,7 +184,7 @@ def _renormalise(weights: ScoreWeights, available: tuple[str, ...]) -> Mapping[s
 def correctness_score(
     verdicts: Sequence[Verdict],
     *,
-    outcome: str,  # before the optional ones: mypyc's signature text needs that order
+    outcome: str,
     weights: Sequence[float] | None = None,
     baseline_outcome: str | None = None,
     step_count: float = 0,

@@ -367,8 +367,8 @@ class SafetyConfig:
             raise ScoringConfigError(
                 f"safety setting `severity_penalties` must map severities to numbers, got {given!r}"
             )
-        # Checked here, not only by __post_init__: its compiled, typed loop over the values
-        # would stop at a wrong type with a bare TypeError first.
+        # Checked here, not only by __post_init__: its loop over the values would stop at a
+        # wrong type with a bare TypeError first.
         check_types(given, dict.fromkeys(given, NUMBER), "severity penalty", ScoringConfigError)
         for key in ("detectors", "extra_detectors"):
             if not isinstance(obj.get(key, ()), list | tuple):

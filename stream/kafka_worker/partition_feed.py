@@ -1,7 +1,7 @@
 """One assigned partition of the signals topic: its state and the per-record loop.
 
-Kept apart from `stream.kafka_worker.app` (faust, timers, commits) so that it is compiled with the
-pipeline (assertions.native): this loop runs once per consumed signal. What a record needs
+Kept apart from `stream.kafka_worker.app` (faust, timers, commits): this loop runs once per
+consumed signal, and stays free of the framework. What a record needs
 beyond the pipeline — a control record, a signal of a closed episode, markers to publish,
 a hole in the offsets — is delegated to the worker through `PartitionHooks`.
 """

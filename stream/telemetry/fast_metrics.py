@@ -3,9 +3,9 @@
 prometheus_client's `Counter` and `Histogram` take a lock and validate on every update, and
 `labels()` does so again: ~3 µs per observation, and a closed episode makes ~40 of them (a
 verdict counter per assertion, a lead time per early verdict, the scores), which was about
-a third of closing one. These keep plain dicts of numbers, updated from compiled code
-(assertions.native) without locks, and turn them into metric families only when the
-registry is collected; the exposition (names, labels, buckets, sums) is the same.
+a third of closing one. These keep plain dicts of numbers, updated without locks, and turn
+them into metric families only when the registry is collected; the exposition (names,
+labels, buckets, sums) is the same.
 
 Updates and collection may run on different threads (the worker's /metrics server): a
 collection copies each dict in one C call, under the GIL, before reading it.

@@ -189,7 +189,7 @@ def test_judge_results_accept_scale_values_and_normalised_scores() -> None:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALSTREAM_NATIVE": "0"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-c", "from stream.cli import main; main()", *args],
         capture_output=True,

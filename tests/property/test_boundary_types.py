@@ -1,7 +1,6 @@
 """Values of any JSON type in scoring settings and baseline files give an InputError that
-names the setting, never a bare TypeError: the compiled modules (assertions.native) reject a
-wrongly typed argument with a TypeError that does not say which setting it was, so the
-boundaries that read files must check the types first."""
+names the setting, never a bare TypeError that does not say which setting it was: the
+boundaries that read files check the types first."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """ARCHITECTURE.md stays a true map of the code.
 
 Every module (`__init__.py` aside) and folder of the three packages is named in its package's
-table, every test tier folder in the test-tier table, every compiled module in the compiled
-section, and every path-like name in the document (`something.py` or `folder/`) exists.
+table, every test tier folder in the test-tier table, and every path-like name in the
+document (`something.py` or `folder/`) exists.
 
 A name may be relative to the repository root, to the folder its section heading names (the
 `stream/` of "## `stream/`") or, in a table row, to a folder named in the row's first cell (the
@@ -15,8 +15,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from assertions.native import COMPILED
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "ARCHITECTURE.md"
@@ -140,12 +138,6 @@ def test_every_test_tier_folder_is_in_the_test_table() -> None:
     }
     text = DOC.read_text(encoding="utf-8")
     assert unnamed(text, REPO, "tests/", tiers) == []
-
-
-def test_every_compiled_module_is_named_in_the_compiled_section() -> None:
-    section = section_text(DOC.read_text(encoding="utf-8"), "Compiled modules")
-    words = set(re.findall(r"\w+", section))
-    assert [m for m in COMPILED if m.rsplit(".", 1)[-1] not in words] == []
 
 
 def test_a_stale_document_is_caught(tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def test_weights_are_normalised() -> None:
 )
 def test_bad_weight_is_named(fields: dict[str, Any], named: str) -> None:
     # Weights come from scoring.yaml through from_mapping, which names a value of the wrong
-    # type before the (compiled, typed) constructor sees it.
+    # type before the typed constructor sees it.
     with pytest.raises(ScoringConfigError, match=named):
         ScoreWeights.from_mapping(fields)
 
