@@ -19,6 +19,7 @@ import click
 
 from assertions.errors import InputError
 from stream.commands import register_all
+from stream.commands.evaluation_options import evaluation_options
 from stream.commands.otlp_options import ENDPOINT_HELP, MODE_HELP, OTLP_MODES, otlp_options
 from stream.commands.user_error import UserError
 
@@ -34,10 +35,6 @@ if TYPE_CHECKING:
     from stream.telemetry.metrics import PipelineMetrics
 
 FORMATS = ("table", "json", "markdown", "junit")
-JUDGE_HELP = (
-    "module:factory returning a Judge for llm.judge (default: the Anthropic judge when "
-    "ANTHROPIC_API_KEY is set; without either, llm.judge is `error`)."
-)
 JUDGE_BATCH_HELP = (
     "Ask the judge's questions as one Message Batch: half the price, answers within "
     "hours (also EVALSTREAM_JUDGE_BATCH=1). An interrupted run resumes its batch."
@@ -57,55 +54,8 @@ def cli() -> None:
     show_warnings_plainly()
 
 
-def common_options(func: Callable[..., None]) -> Callable[..., None]:
-    """Options shared by every command that evaluates: suites, pricing and close rules."""
-    options = [
-        click.option(
-            "--suite",
-            "-s",
-            "suites",
-            multiple=True,
-            required=True,
-            type=click.Path(dir_okay=False),
-            help="Suite YAML file (repeatable).",
-        ),
-        click.option(
-            "--pricing",
-            type=click.Path(exists=True, dir_okay=False),
-            help="JSON pricing table overriding the built-in one.",
-        ),
-        click.option(
-            "--end-signal",
-            "end_signals",
-            multiple=True,
-            help="End-signal pattern (default harness:end; repeatable).",
-        ),
-        click.option(
-            "--grace-ms",
-            type=float,
-            default=2000.0,
-            show_default=True,
-            help="Wait after the end signal for stragglers.",
-        ),
-        click.option(
-            "--inactivity-ms",
-            type=float,
-            default=300_000.0,
-            show_default=True,
-            help="Close an episode after this much silence.",
-        ),
-        click.option(
-            "--reorder-ms",
-            type=float,
-            default=0.0,
-            show_default=True,
-            help="Sort signals by (timestamp, seq) within this lateness.",
-        ),
-        click.option("--judge", "judge_spec", help=JUDGE_HELP),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+# suites, pricing, close rules and the judge: check and up
+common_options = evaluation_options()
 
 
 @dataclass(frozen=True)

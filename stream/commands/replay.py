@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from assertions.errors import InputError
+from stream.commands.evaluation_options import evaluation_options
 from stream.commands.otlp_options import otlp_options
 from stream.commands.user_error import UserError
 
@@ -157,32 +158,13 @@ def record(
         sys.exit(INTERRUPTED)
 
 
-def _suite_options(func: Callable[..., None]) -> Callable[..., None]:
-    """The evaluation options of `check`, with suites optional (a topic replay needs none)."""
-    options = [
-        click.option(
-            "--suite",
-            "-s",
-            "suites",
-            multiple=True,
-            type=click.Path(dir_okay=False),
-            help="Suite YAML file (repeatable; needed for --into check/embedded).",
-        ),
-        click.option("--pricing", type=click.Path(exists=True, dir_okay=False)),
-        click.option("--end-signal", "end_signals", multiple=True),
-        click.option("--grace-ms", type=float, default=2000.0, show_default=True),
-        click.option("--inactivity-ms", type=float, default=300_000.0, show_default=True),
-        click.option("--reorder-ms", type=float, default=0.0, show_default=True),
-        click.option(
-            "--judge",
-            "judge_spec",
-            help="check/embedded: module:factory returning a Judge for llm.judge (default: "
-            "the Anthropic judge when ANTHROPIC_API_KEY is set).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+# The evaluation options of `check`, with suites optional (a topic replay needs none).
+_suite_options = evaluation_options(
+    suites_required=False,
+    suite_help="Suite YAML file (repeatable; needed for --into check/embedded).",
+    judge_help="check/embedded: module:factory returning a Judge for llm.judge (default: "
+    "the Anthropic judge when ANTHROPIC_API_KEY is set).",
+)
 
 
 @click.command("replay")
