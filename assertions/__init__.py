@@ -8,7 +8,6 @@ load the engine and every assertion type.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,21 +24,7 @@ if TYPE_CHECKING:
     from assertions.suite_format.suites import Suite, SuiteSet, load_suite
     from assertions.wire.signals import Signal, decode_signal, signal_from_obj
 
-_HOMES = {
-    "assertions.errors": ("EvalstreamError", "InputError", "SignalDecodeError", "SuiteError"),
-    "assertions.evaluation.assembly": ("CloseReason", "CloseRules", "EpisodeAssembler"),
-    "assertions.evaluation.engine": (
-        "AssertionOutcome",
-        "EpisodeEvaluation",
-        "Plan",
-        "PlannedAssertion",
-    ),
-    "assertions.evaluation.registry": ("parse_assertion",),
-    "assertions.evaluation.verdicts": ("Outcome", "Verdict"),
-    "assertions.suite_format.suites": ("Suite", "SuiteSet", "load_suite"),
-    "assertions.wire.signals": ("Signal", "decode_signal", "signal_from_obj"),
-}
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+from assertions.lazy_exports import lazy_exports
 
 __all__ = [
     "AssertionOutcome",
@@ -64,16 +49,21 @@ __all__ = [
     "signal_from_obj",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """The public names, imported from their modules on first use (PEP 562)."""
-    home = _HOME_OF.get(name)
-    if home is None:
-        raise AttributeError(f"module 'assertions' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "assertions.errors": ("EvalstreamError", "InputError", "SignalDecodeError", "SuiteError"),
+        "assertions.evaluation.assembly": ("CloseReason", "CloseRules", "EpisodeAssembler"),
+        "assertions.evaluation.engine": (
+            "AssertionOutcome",
+            "EpisodeEvaluation",
+            "Plan",
+            "PlannedAssertion",
+        ),
+        "assertions.evaluation.registry": ("parse_assertion",),
+        "assertions.evaluation.verdicts": ("Outcome", "Verdict"),
+        "assertions.suite_format.suites": ("Suite", "SuiteSet", "load_suite"),
+        "assertions.wire.signals": ("Signal", "decode_signal", "signal_from_obj"),
+    },
+)

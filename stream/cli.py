@@ -105,23 +105,16 @@ def _refuse_other_kinds(sources: tuple[str, ...]) -> None:
     another kind of file (a store export, a suite...) is the user's error naming the command
     that reads it, not one rejection per line of a live run. Pipes and files still empty
     (followed as they grow) are left to the run."""
-    from assertions.errors import WrongFileKindError
-    from assertions.file_kinds import FileKind
-    from connectors.codecs.jsonl import Rejected, read_signals
-    from connectors.files.file_kinds import raise_if_other_kind
+    from connectors.codecs.jsonl import read_signals
+    from connectors.files.file_kinds import refuse_other_kind_of_signals
 
     for path in sources:
         if path == "-" or not Path(path).is_file():
             continue
         try:
-            first = next(read_signals(path), None)
-        except InputError as exc:
+            refuse_other_kind_of_signals(path, next(read_signals(path), None))
+        except InputError as exc:  # WrongFileKindError included
             raise UserError(str(exc)) from exc
-        if isinstance(first, Rejected):
-            try:
-                raise_if_other_kind(path, FileKind.SIGNALS)
-            except WrongFileKindError as exc:
-                raise UserError(str(exc)) from exc
 
 
 def load_common(

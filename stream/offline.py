@@ -10,14 +10,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from assertions.evaluation.assembly import Accept, ClosedEpisode, CloseRules, EpisodeAssembler
 from assertions.evaluation.records import episode_record
 from assertions.evaluation.results import describe_error
 from assertions.evaluation.verdicts import error_from_exception
-from assertions.file_kinds import FileKind
 from assertions.judge.protocol import NO_JUDGE, Judge, JudgeVerdict
 from assertions.judge.usage import JudgeUsage
 from assertions.kinds.base import CompileContext
@@ -26,7 +24,7 @@ from assertions.suite_format.suites import Suite, SuiteSet
 from assertions.wire.pricing import PricingTable, default_pricing
 from assertions.wire.signals import Signal
 from connectors.codecs.jsonl import Rejected, read_signals
-from connectors.files.file_kinds import raise_if_other_kind
+from connectors.files.file_kinds import refuse_other_kind_of_signals
 
 JSON = Any
 SWEEP_EVERY_MS = 1_000.0
@@ -155,9 +153,7 @@ def check_files(
             first = next(signals, None)
             if first is None:
                 continue
-            if isinstance(first, Rejected):
-                regular = path != "-" and Path(path).is_file()  # a pipe is not read twice
-                raise_if_other_kind(path, FileKind.SIGNALS, None if regular else first.raw)
+            refuse_other_kind_of_signals(path, first)
             yield first
             yield from signals
 

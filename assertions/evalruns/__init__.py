@@ -6,8 +6,9 @@ The names in `__all__` are imported on first use, so that a light module of the 
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from assertions.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from assertions.evalruns.compare import CompareOptions, Comparison, compare
@@ -16,16 +17,6 @@ if TYPE_CHECKING:
     from assertions.evalruns.profiles import PROFILES, check_profile, profile
     from assertions.evalruns.reports import is_eval_run, load_eval_document, render_eval_report
     from assertions.evalruns.selection import select_cases
-
-_HOMES = {
-    "assertions.evalruns.compare": ("CompareOptions", "Comparison", "compare"),
-    "assertions.evalruns.matrix": ("MatrixResult", "VariantResult", "matrix_result"),
-    "assertions.evalruns.models": ("CaseResult", "DatasetResult", "SampleResult"),
-    "assertions.evalruns.profiles": ("PROFILES", "check_profile", "profile"),
-    "assertions.evalruns.reports": ("is_eval_run", "load_eval_document", "render_eval_report"),
-    "assertions.evalruns.selection": ("select_cases",),
-}
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "PROFILES",
@@ -46,16 +37,15 @@ __all__ = [
     "select_cases",
 ]
 
-
-def __getattr__(name: str) -> object:
-    """The public names, imported from their modules on first use (PEP 562)."""
-    home = _HOME_OF.get(name)
-    if home is None:
-        raise AttributeError(f"module 'assertions.evalruns' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "assertions.evalruns.compare": ("CompareOptions", "Comparison", "compare"),
+        "assertions.evalruns.matrix": ("MatrixResult", "VariantResult", "matrix_result"),
+        "assertions.evalruns.models": ("CaseResult", "DatasetResult", "SampleResult"),
+        "assertions.evalruns.profiles": ("PROFILES", "check_profile", "profile"),
+        "assertions.evalruns.reports": ("is_eval_run", "load_eval_document", "render_eval_report"),
+        "assertions.evalruns.selection": ("select_cases",),
+    },
+)

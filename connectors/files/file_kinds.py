@@ -16,6 +16,8 @@ import zstandard
 
 from assertions.errors import InputError, WrongFileKindError
 from assertions.file_kinds import FileKind, other_kind_message
+from assertions.wire.signals import Signal
+from connectors.codecs.jsonl import Rejected
 
 # A whole JSON document up to this size is parsed; beyond it, only the head is looked at
 # (enough for the first line of JSONL, not for a large single JSON document).
@@ -48,6 +50,16 @@ def raise_if_other_kind(
     message = other_kind_message(str(path), data, expected)
     if message is not None:
         raise WrongFileKindError(message)
+
+
+def refuse_other_kind_of_signals(path: str, first: Signal | Rejected | None) -> None:
+    """Given the first line read from the signals file `path` (`-` for stdin): when it was
+    rejected and the file looks like another kind (a store export, a suite...), raise a
+    WrongFileKindError naming the command that reads it, not one rejection per line. A pipe
+    is judged by that line alone: it is not read twice."""
+    if isinstance(first, Rejected):
+        regular = path != "-" and Path(path).is_file()
+        raise_if_other_kind(path, FileKind.SIGNALS, None if regular else first.raw)
 
 
 @contextmanager
