@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from assertions.lazy_exports import lazy_exports
+
 if TYPE_CHECKING:
     from assertions.errors import EvalstreamError, InputError, SignalDecodeError, SuiteError
     from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
     from assertions.evaluation.verdicts import Outcome, Verdict
     from assertions.suite_format.suites import Suite, SuiteSet, load_suite
     from assertions.wire.signals import Signal, decode_signal, signal_from_obj
-
-from assertions.lazy_exports import lazy_exports
 
 __all__ = [
     "AssertionOutcome",
