@@ -4,9 +4,7 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY assertions ./assertions
-COPY connectors ./connectors
-COPY stream ./stream
+COPY evalstream ./evalstream
 RUN pip wheel --no-cache-dir --no-deps -w /wheels .
 
 FROM python:3.11-slim

@@ -286,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return [
             sys.executable,
             "-c",
-            "from stream.cli import main; main()",
+            "from evalstream.stream.cli import main; main()",
             "score",
             str(episodes_file),
             "--baseline-run",

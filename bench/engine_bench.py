@@ -42,15 +42,20 @@ from typing import Any
 
 import orjson
 
-from assertions.evaluation.assembly import CloseRules, EpisodeAssembler
-from assertions.evaluation.engine import EpisodeEvaluation, Plan
-from assertions.evaluation.facts import EpisodeFacts
-from assertions.evaluation.reference import evaluate_all
-from assertions.evaluation.reference_facts import ReferenceEpisode
-from assertions.evaluation.verdicts import Outcome
-from assertions.suite_format.suites import Suite, SuiteSet, load_suite
-from assertions.wire.pricing import PricingTable, default_pricing
-from assertions.wire.signals import Signal, decode_signal, parse_timestamp, signal_from_obj
+from evalstream.assertions.evaluation.assembly import CloseRules, EpisodeAssembler
+from evalstream.assertions.evaluation.engine import EpisodeEvaluation, Plan
+from evalstream.assertions.evaluation.facts import EpisodeFacts
+from evalstream.assertions.evaluation.reference import evaluate_all
+from evalstream.assertions.evaluation.reference_facts import ReferenceEpisode
+from evalstream.assertions.evaluation.verdicts import Outcome
+from evalstream.assertions.suite_format.suites import Suite, SuiteSet, load_suite
+from evalstream.assertions.wire.pricing import PricingTable, default_pricing
+from evalstream.assertions.wire.signals import (
+    Signal,
+    decode_signal,
+    parse_timestamp,
+    signal_from_obj,
+)
 
 JSON = Any
 Wire = dict[str, Any]

@@ -3,8 +3,8 @@
 
     .venv/bin/python bench/gateway_bench.py [--batches 400] [--concurrency 8] [--calls 300]
 
-Starts a single-node broker (stream.dev_kafka), one `evalstream gateway` process (uvicorn,
-one worker) and a lean local Messages API upstream (asyncio, canned answers written in one
+Starts a single-node broker (evalstream.stream.dev_kafka), one `evalstream gateway` process
+(uvicorn, one worker) and a lean local Messages API upstream (asyncio, canned answers written in one
 piece, so its own latency is small and steady), then measures:
 
   a. ingest throughput of `POST /v1/signals`: NDJSON batches of 100 signals, `--concurrency`
@@ -43,8 +43,8 @@ from process_cpu import cpu_seconds
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from connectors.kafka.topics import ensure_topics  # noqa: E402 - after the path setup
-from stream.dev_kafka import KafkaBroker  # noqa: E402
+from evalstream.connectors.kafka.topics import ensure_topics  # noqa: E402 - after the path setup
+from evalstream.stream.dev_kafka import KafkaBroker  # noqa: E402
 
 TOKEN = "evs_bench_token_0123456789abcdefghij"
 EXE = Path(sys.executable).parent / "evalstream"

@@ -38,11 +38,11 @@ sys.path.insert(0, str(REPO))
 import anthropic  # noqa: E402 - after the path setup
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from assertions.judge.budget import BudgetLimits, SpendBudget  # noqa: E402
-from assertions.judge.protocol import JudgeExample, JudgeRequest  # noqa: E402
-from connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings, default_client  # noqa: E402
-from stream.judge import PrometheusJudgeObserver  # noqa: E402
-from stream.telemetry.metrics import PipelineMetrics  # noqa: E402
+from evalstream.assertions.judge.budget import BudgetLimits, SpendBudget  # noqa: E402
+from evalstream.assertions.judge.protocol import JudgeExample, JudgeRequest  # noqa: E402
+from evalstream.connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings, default_client  # noqa: E402
+from evalstream.stream.judge import PrometheusJudgeObserver  # noqa: E402
+from evalstream.stream.telemetry.metrics import PipelineMetrics  # noqa: E402
 from tests.graders.judge_helpers import CRITERIA, GOOD, KEYWORDS, verdict  # noqa: E402
 from tests.support.messages_api import MessagesAPIServer, MessagesRequest, Reply  # noqa: E402
 

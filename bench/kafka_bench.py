@@ -4,8 +4,9 @@
     .venv/bin/python bench/kafka_bench.py [--bootstrap HOST:PORT] [--episodes 3000]
         [--open 10000,100000] [--latency-seconds 20] [--live-seconds 10] [--quick] [--pin]
 
-Without `--bootstrap` it starts the project's own single-node KRaft broker (stream.dev_kafka).
-Every run uses fresh topics (a random prefix) and prints a Markdown report:
+Without `--bootstrap` it starts the project's own single-node KRaft broker
+(evalstream.stream.dev_kafka). Every run uses fresh topics (a random prefix) and prints a Markdown
+report:
 
   a. producer: synthetic agent traffic (bench/engine_bench.py's episodes, 100 signals each,
      a planner -> coder -> tester -> reviewer chain) published as fast as aiokafka can;
@@ -64,12 +65,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from engine_bench import Traffic
 from process_cpu import cpu_seconds
 
-from assertions.wire.signals import decode_signal
-from connectors.kafka.batched_output import BatchedOutput
-from connectors.kafka.topics import ensure_topics
-from stream.dev_kafka import KafkaBroker
-from stream.kafka_worker.allocator import keep_large_buffers
-from stream.settings import TOPIC_NAMES
+from evalstream.assertions.wire.signals import decode_signal
+from evalstream.connectors.kafka.batched_output import BatchedOutput
+from evalstream.connectors.kafka.topics import ensure_topics
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.kafka_worker.allocator import keep_large_buffers
+from evalstream.stream.settings import TOPIC_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "bench" / "suite.yaml"
@@ -803,7 +804,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     # The bare consumer reads with the worker's allocator settings
-    # (stream/kafka_worker/allocator.py): the
+    # (evalstream/stream/kafka_worker/allocator.py): the
     # ceiling must not lose to the worker on how fetch buffers are mapped.
     keep_large_buffers()
     if args.quick:

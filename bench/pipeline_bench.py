@@ -6,8 +6,8 @@
     .venv/bin/python bench/pipeline_bench.py --otlp-endpoint URL [--otlp-mode logs|spans]
 
 Feeds the Kafka benchmark's records (bench/kafka_bench.py: 100-signal episodes of
-bench/engine_bench.py's traffic, interleaved round-robin) to `stream.pipeline.Pipeline` exactly
-as the worker does (keyed envelopes, the record's timestamp as `now`, the 20-assertion suite
+bench/engine_bench.py's traffic, interleaved round-robin) to `evalstream.stream.pipeline.Pipeline`
+exactly as the worker does (keyed envelopes, the record's timestamp as `now`, the 20-assertion suite
 of bench/suite.yaml), without a broker. Prints signals/s and µs/signal from CPU time
 (`time.process_time`), the median of `--repeat` runs after one warm-up run, for the
 per-signal entry point (`Pipeline.handle`) and the batch one (`Pipeline.handle_batch`, what
@@ -16,8 +16,8 @@ episode (rolling baselines and per-episode alert rules, no windowed detection): 
 per-episode score, delta and alert metrics.
 
 `--otlp-endpoint URL` makes the runs paired: each repeat runs the pipeline without and with
-the evaluation-event export (`stream/evaluation_export.py`: early verdicts, verdicts at close
-and, with `--scoring`, scores, to that OTLP/HTTP endpoint), in alternating order. CPU time is
+the evaluation-event export (`evalstream/stream/evaluation_export.py`: early verdicts, verdicts at
+close and, with `--scoring`, scores, to that OTLP/HTTP endpoint), in alternating order. CPU time is
 the whole process's, so the exporter thread's encoding and HTTP work count; a run ends when
 the exporter has sent what was queued. `bench/otlp_sink.py` is a receiver to point it at (run
 it as a separate process, so its CPU does not count).
@@ -51,18 +51,22 @@ import orjson
 from engine_bench import Traffic
 from kafka_bench import episode_records, interleaved
 
-from assertions.alerting.regression import RegressionDetector
-from assertions.evaluation.assembly import CloseReason, CloseRules
-from assertions.scores.stage import ScoringSettings, ScoringStage
-from assertions.suite_format.suites import Suite, load_suite
-from connectors.otel_export.evaluation_events import episode_events, verdict_event
-from connectors.otel_export.otlp_encode import encode_logs, encode_spans
-from connectors.otel_export.otlp_export import ExportStats, OtlpExportSettings, resolve_settings
-from stream.evaluation_export import EvaluationExport
-from stream.kafka_worker.signals_consumer import BATCH_RECORDS
-from stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline
-from stream.settings import WorkerSettings
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.alerting.regression import RegressionDetector
+from evalstream.assertions.evaluation.assembly import CloseReason, CloseRules
+from evalstream.assertions.scores.stage import ScoringSettings, ScoringStage
+from evalstream.assertions.suite_format.suites import Suite, load_suite
+from evalstream.connectors.otel_export.evaluation_events import episode_events, verdict_event
+from evalstream.connectors.otel_export.otlp_encode import encode_logs, encode_spans
+from evalstream.connectors.otel_export.otlp_export import (
+    ExportStats,
+    OtlpExportSettings,
+    resolve_settings,
+)
+from evalstream.stream.evaluation_export import EvaluationExport
+from evalstream.stream.kafka_worker.signals_consumer import BATCH_RECORDS
+from evalstream.stream.pipeline import Envelope, InlineRegression, MemorySink, Pipeline
+from evalstream.stream.settings import WorkerSettings
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 HERE = Path(__file__).resolve().parent
 SUITE = HERE / "suite.yaml"

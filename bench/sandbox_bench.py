@@ -17,14 +17,14 @@ import statistics
 import sys
 import time
 
-from assertions.graders.function_output import (
+from evalstream.assertions.graders.function_output import (
     CodeRunner,
     FunctionOutputConfig,
     grade_function_output,
 )
-from connectors.sandboxing.bwrap import BwrapSandbox
-from connectors.sandboxing.limited_subprocess import SubprocessSandbox
-from connectors.sandboxing.pids_cgroup import pids_parent
+from evalstream.connectors.sandboxing.bwrap import BwrapSandbox
+from evalstream.connectors.sandboxing.limited_subprocess import SubprocessSandbox
+from evalstream.connectors.sandboxing.pids_cgroup import pids_parent
 
 CODE = "def double(x):\n    return 2 * x\n"
 CONFIG = FunctionOutputConfig(

@@ -40,11 +40,20 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import assertions
-from assertions.alerting.alert_rules import AlertRules, episode_passes, quality_passes
-from assertions.alerting.regression import Observation, RegressionConfig, RegressionDetector
-from assertions.scores.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
-from assertions.scores.dimensions import ScoringConfig, ScoringInput, score_episode
+from evalstream import assertions
+from evalstream.assertions.alerting.alert_rules import AlertRules, episode_passes, quality_passes
+from evalstream.assertions.alerting.regression import (
+    Observation,
+    RegressionConfig,
+    RegressionDetector,
+)
+from evalstream.assertions.scores.baselines import (
+    Baseline,
+    BaselineKey,
+    FileBaselines,
+    RollingBaselines,
+)
+from evalstream.assertions.scores.dimensions import ScoringConfig, ScoringInput, score_episode
 
 SEED = 20260602
 TARGET_EPISODES_PER_S = 100_000.0
@@ -269,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "warm-up; "
         f"load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; one empty "
         f"function call costs {call_cost_ns():.0f} ns of CPU now; code from "
-        f"`{Path(assertions.__file__).parent.parent}`.\n"
+        f"`{Path(assertions.__file__).parents[2]}`.\n"
     )
     print(
         "| steps | traffic | (a) score + alerts, episodes/s | µs/episode | target ≥ 100k/s "

@@ -18,9 +18,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from assertions.alerting.alert_rules import AlertRules, episode_passes
-from assertions.scores.baselines import RollingBaselines
-from assertions.scores.dimensions import ScoringConfig, score_episode
+from evalstream.assertions.alerting.alert_rules import AlertRules, episode_passes
+from evalstream.assertions.scores.baselines import RollingBaselines
+from evalstream.assertions.scores.dimensions import ScoringConfig, score_episode
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])  # bench/ is not a package
 from scoring_bench import Workload, make_workload

@@ -35,8 +35,8 @@ def _child(episodes: int, steps: int, regressed: float, passes: int) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     import scoring_bench  # noqa: PLC0415 - the child imports only what it measures
 
-    from assertions.alerting.alert_rules import AlertRules  # noqa: PLC0415
-    from assertions.scores.dimensions import ScoringConfig  # noqa: PLC0415
+    from evalstream.assertions.alerting.alert_rules import AlertRules  # noqa: PLC0415
+    from evalstream.assertions.scores.dimensions import ScoringConfig  # noqa: PLC0415
 
     config, rules = ScoringConfig(), AlertRules()
     work = scoring_bench.make_workload(episodes, steps, regressed=regressed)

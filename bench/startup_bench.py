@@ -12,7 +12,7 @@ the median, the quartiles and the minimum of each, in milliseconds, as Markdown 
 wall time, and the CPU time (user + system) of the process, which a busy machine inflates
 less.
 
-The console script is run as `python -c "from stream.cli import main; main()"`, with the
+The console script is run as `python -c "from evalstream.stream.cli import main; main()"`, with the
 interpreter running this script and the project this script belongs to first on PYTHONPATH.
 `--baseline DIR` names another checkout of the project (e.g. `git archive` of an older
 commit): each round then runs every command in both, alternately first, so that both see the
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RECORDING_SOURCE = ROOT / "examples" / "code-review" / "episodes.jsonl"
 SUITE = ROOT / "examples" / "code-review" / "suite.yaml"
-ENTRY = "from stream.cli import main; main()"
+ENTRY = "from evalstream.stream.cli import main; main()"
 
 
 def tiny_recording(path: Path) -> None:

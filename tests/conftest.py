@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 
 
 @pytest.fixture(scope="session")

@@ -197,7 +197,7 @@ def test_the_gateway_is_healthy_when_ready() -> None:
     [url] = re.findall(r"'(http://[^']+)'", code)
     command = gateway["command"]
     assert url == f"http://127.0.0.1:{command[command.index('--port') + 1]}/readyz"
-    app = (REPO / "connectors/gateway/app.py").read_text()
+    app = (REPO / "evalstream/connectors/gateway/app.py").read_text()
     assert '"/readyz"' in app  # the gateway's readiness route: 503 until the broker answers
 
 

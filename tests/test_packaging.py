@@ -1,7 +1,7 @@
-"""Packaging guards: the wheel ships exactly the three packages, and ours are the ones imported.
+"""Packaging guards: the wheel ships one package, `evalstream`, and ours is the one imported.
 
-`stream` and `connectors` are also names of unrelated PyPI distributions; a third-party one in
-site-packages would shadow ours silently, so these tests fail if that ever happens.
+Its subpackages `assertions`, `connectors` and `stream` share their names with unrelated PyPI
+distributions: installed at the top level, they would share files with them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-import assertions
-import connectors
-import stream
+from evalstream import assertions, connectors, stream
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,10 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 def test_the_three_packages_come_from_this_repository() -> None:
     for package in (assertions, connectors, stream):
         assert package.__file__ is not None
-        assert Path(package.__file__).resolve().parent.parent == REPO, package.__file__
+        assert Path(package.__file__).resolve().parents[2] == REPO, package.__file__
 
 
-def test_wheel_ships_exactly_the_three_packages_and_the_pricing_data(tmp_path: Path) -> None:
+def test_wheel_ships_only_the_evalstream_package_and_the_pricing_data(tmp_path: Path) -> None:
     subprocess.run(
         [
             sys.executable,
@@ -44,10 +42,13 @@ def test_wheel_ships_exactly_the_three_packages_and_the_pricing_data(tmp_path: P
     [wheel] = tmp_path.glob("evalstream-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert top == {"assertions", "connectors", "stream"}
-    assert "assertions/data/pricing.json" in names
+    assert top == {"evalstream"}
+    assert "evalstream/assertions/data/pricing.json" in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "evalstream = stream.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert (
+        "evalstream = evalstream.stream.cli:main"
+        in zipfile.ZipFile(wheel).read(entry_points).decode()
+    )
     # Pure Python: no extension module, so the universal tag is honest.
     assert not [n for n in names if n.endswith(".so")]
     assert wheel.name.endswith("-py3-none-any.whl")
@@ -61,11 +62,15 @@ def test_installed_command_runs_from_outside_the_repository(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert "check" in proc.stdout
     where = subprocess.run(
-        [sys.executable, "-c", "import stream, connectors, assertions; print(stream.__file__)"],
+        [
+            sys.executable,
+            "-c",
+            "from evalstream import stream, connectors, assertions; print(stream.__file__)",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
         check=True,
     )
-    assert Path(where.stdout.strip()).resolve().parent.parent == REPO
+    assert Path(where.stdout.strip()).resolve().parents[2] == REPO

@@ -4,7 +4,7 @@ Four agents cooperate: `triage` reads the message and decides the intent; `order
 orders up and handles refunds (escalating large ones to `escalation`); `knowledge` answers
 from the help-centre articles; `responder` writes the reply. Model calls are simulated with
 token counts derived from the text, so cost is computed from the pricing table like a real
-agent's. Everything is reported through the recorder (see connectors.targets.recorder).
+agent's. Everything is reported through the recorder (see evalstream.connectors.targets.recorder).
 
 Configuration (from variants.yaml `config:`), defaults in brackets:
 - `verify_orders` [true]: look the order up before refunding it.
@@ -24,7 +24,7 @@ import re
 import sys
 from typing import Any
 
-from connectors.targets.recorder import Recorder, jsonl_sink
+from evalstream.connectors.targets.recorder import Recorder, jsonl_sink
 
 JSON = Any
 

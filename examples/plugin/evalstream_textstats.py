@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from assertions.evaluation.facts import EpisodeFacts
-from assertions.evaluation.reference_facts import ReferenceEpisode
-from assertions.evaluation.spec_base import AssertionSpec
-from assertions.evaluation.verdicts import Outcome
-from assertions.kinds.base import AssertionType, Box, CompileContext, Interest, Leaf
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.facts import EpisodeFacts
+from evalstream.assertions.evaluation.reference_facts import ReferenceEpisode
+from evalstream.assertions.evaluation.spec_base import AssertionSpec
+from evalstream.assertions.evaluation.verdicts import Outcome
+from evalstream.assertions.kinds.base import AssertionType, Box, CompileContext, Interest, Leaf
+from evalstream.assertions.wire.signals import Signal
 
 
 class TextDeltasMax(AssertionSpec):

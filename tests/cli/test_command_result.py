@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assertions.errors import InputError
-from stream.commands.scoring import _run
-from stream.commands.user_error import UserError
+from evalstream.assertions.errors import InputError
+from evalstream.stream.commands.scoring import _run
+from evalstream.stream.commands.user_error import UserError
 
 
 class _Result:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
 from tests.cli.conftest import Run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-review"

@@ -3,8 +3,8 @@
 `evalstream --help`, the help of every command, `check` on a recording and `score` on episode
 files run in a fresh interpreter, which then lists the modules it imported: none of the Kafka
 worker (faust, aiokafka), the judge's SDK (anthropic), Prometheus, the HTTP client or the
-gateway may be among them. A module-level import of any of those in `stream.cli`, a command
-module or what they import fails here, whatever the machine's speed
+gateway may be among them. A module-level import of any of those in `evalstream.stream.cli`, a
+command module or what they import fails here, whatever the machine's speed
 (bench/startup_bench.py measures the time). The help printed by the lean process is also the
 help rendered in this one, where the libraries are loaded.
 """
@@ -22,7 +22,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from stream.cli import cli
+from evalstream.stream.cli import cli
 from tests.scoring.episodes import make_episode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,15 +47,15 @@ NOT_FOR_HELP = (
     "rich",
     "orjson",
     "jsonschema",
-    "assertions.evaluation.engine",
-    "assertions.suite_format.suites",
+    "evalstream.assertions.evaluation.engine",
+    "evalstream.assertions.suite_format.suites",
 )
 
 # Runs the console script's entry point, then writes the imported modules and the exit code.
 PROBE = """
 import json, os, sys
 import click.formatting
-from stream.cli import main
+from evalstream.stream.cli import main
 sys.argv[0] = "evalstream"
 click.formatting.FORCED_WIDTH = 80  # as in click's CliRunner
 code = 0
@@ -122,13 +122,13 @@ def test_help_loads_no_library_beyond_click(tmp_path: Path, path: tuple[str, ...
 
 def test_importing_the_cli_loads_no_library_beyond_click(tmp_path: Path) -> None:
     out = tmp_path / "modules.json"
-    script = "import json, os, sys, stream.cli\n" + (
+    script = "import json, os, sys, evalstream.stream.cli\n" + (
         "json.dump(sorted(sys.modules), open(os.environ['STARTUP_PROBE_OUT'], 'w'))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "STARTUP_PROBE_OUT": str(out)}
     subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, check=True, timeout=120)
     modules = set(json.loads(out.read_text()))
-    assert "stream.cli" in modules
+    assert "evalstream.stream.cli" in modules
     assert loaded(modules, NOT_FOR_HELP) == []
 
 
@@ -144,7 +144,7 @@ def test_check_runs_without_kafka_judge_or_metrics(tmp_path: Path) -> None:
     )
     assert code in (0, 1), done.stderr  # 1: the example has failing episodes by design
     assert json.loads(done.stdout)["episodes"], "check evaluated nothing"
-    assert "assertions.evaluation.engine" in modules  # the probe saw a real evaluation
+    assert "evalstream.assertions.evaluation.engine" in modules  # the probe saw a real evaluation
     assert loaded(modules, NEVER_AT_START) == []
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from stream.console.consoles import UNWRAPPED_WIDTH, output_console
+from evalstream.stream.console.consoles import UNWRAPPED_WIDTH, output_console
 from tests.cli.conftest import REPO
 
 SUITE = """\

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from assertions.suite_format.suites import load_suite
+from evalstream.assertions.suite_format.suites import load_suite
 from tests.cli.conftest import REPO, Run
 from tests.support.worker_records import by_dedupe_key, worker_records
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
 from tests.cli.conftest import REPO, Run
 from tests.scoring.episodes import make_episode
 
@@ -170,7 +170,7 @@ def test_the_fix_names_the_file_with_the_command_that_reads_it(
     assert "while this command reads signal JSONL files" in proc.stderr
     skill = files["skill-grading"]
     proc = evalstream("check", "--suite", str(SUITE), str(skill))
-    assert f"`assertions.skill_evals.models.load(GradingFile, '{skill}')`" in proc.stderr
+    assert f"`evalstream.assertions.skill_evals.models.load(GradingFile, '{skill}')`" in proc.stderr
 
 
 def test_nightly_names_check_for_signal_files_in_its_settings(

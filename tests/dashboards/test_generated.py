@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from stream.dashboards import DASHBOARDS, generate
-from stream.dashboards.__main__ import main as dashboards_main
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.stream.dashboards import DASHBOARDS, generate
+from evalstream.stream.dashboards.__main__ import main as dashboards_main
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "deploy" / "grafana" / "dashboards"
@@ -33,7 +33,7 @@ def test_committed_json_is_what_the_code_generates() -> None:
     committed = {p.name: p.read_text(encoding="utf-8") for p in COMMITTED.glob("*.json")}
     assert set(committed) == set(generated) == set(DASHBOARDS)
     stale = [name for name in generated if committed[name] != generated[name]]
-    assert not stale, f"stale dashboards {stale}: run `python -m stream.dashboards`"
+    assert not stale, f"stale dashboards {stale}: run `python -m evalstream.stream.dashboards`"
 
 
 def test_the_check_mode_reports_a_stale_file(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ def test_every_panel_queries_the_provisioned_prometheus() -> None:
 
 
 def known_series() -> set[str]:
-    """Every series name stream/telemetry/metrics.py can export, plus Prometheus' own."""
+    """Every series name evalstream/stream/telemetry/metrics.py can export, plus Prometheus' own."""
     names = {"up"}
     registry = PipelineMetrics().registry
     for family in registry.collect():
@@ -111,7 +111,7 @@ def test_queries_name_only_metrics_that_exist() -> None:
                     assert metric in known, f"{p['title']}: unknown metric {metric}"
 
 
-# Series that carry exemplars naming an episode (stream/telemetry/fast_metrics.py,
+# Series that carry exemplars naming an episode (evalstream/stream/telemetry/fast_metrics.py,
 # per-episode families).
 EXEMPLAR_SERIES = (
     "evalstream_episodes_closed_total",

@@ -14,9 +14,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connectors.files.recording import RecordedMessage, RecordingWriter
-from stream.dashboards import generate
-from stream.dev_kafka import KafkaBroker
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.stream.dashboards import generate
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.graders.judge_helpers import KEYWORDS, honest_judge
 from tests.kafka.helpers import Deployment
 from tests.otel_export.receiver import otlp_receiver

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assertions.suite_format.suites import Suite, load_suite, parse_suite
+from evalstream.assertions.suite_format.suites import Suite, load_suite, parse_suite
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "agent"

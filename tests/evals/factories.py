@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from assertions.evalruns.build import case_result, dataset_result
-from assertions.evalruns.models import (
+from evalstream.assertions.evalruns.build import case_result, dataset_result
+from evalstream.assertions.evalruns.models import (
     AssertionRecord,
     CaseMetrics,
     DatasetResult,
@@ -13,8 +13,8 @@ from assertions.evalruns.models import (
     SampleResult,
     SampleStatus,
 )
-from assertions.evalruns.selection import PlannedCase
-from assertions.suite_format.suites import Case
+from evalstream.assertions.evalruns.selection import PlannedCase
+from evalstream.assertions.suite_format.suites import Case
 from tests.evals.conftest import make_suite
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from connectors.targets.recorder import Recorder
+from evalstream.connectors.targets.recorder import Recorder
 
 # What the targets observed, for the tests to check (reset by each test).
 EVENTS: list[str] = []

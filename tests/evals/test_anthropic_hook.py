@@ -8,11 +8,11 @@ from typing import Any
 
 import anthropic
 
-from assertions.evalruns.models import DatasetResult
-from connectors.targets.anthropic_hook import RecordingTransport, recording_client
-from connectors.targets.python_callable import CallableTarget
-from connectors.targets.recorder import Recorder
-from stream.evalruns.runner import RunSettings, run_dataset
+from evalstream.assertions.evalruns.models import DatasetResult
+from evalstream.connectors.targets.anthropic_hook import RecordingTransport, recording_client
+from evalstream.connectors.targets.python_callable import CallableTarget
+from evalstream.connectors.targets.recorder import Recorder
+from evalstream.stream.evalruns.runner import RunSettings, run_dataset
 from tests.evals import targets_for_tests as t
 from tests.evals.conftest import make_suite
 from tests.support.messages_api import (

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from assertions.harness.grading import OutputError
-from connectors.targets.base import Target
-from connectors.targets.collect import Question, collect_outputs
-from connectors.targets.python_callable import CallableTarget
-from connectors.targets.spec import parse_target
+from evalstream.assertions.harness.grading import OutputError
+from evalstream.connectors.targets.base import Target
+from evalstream.connectors.targets.collect import Question, collect_outputs
+from evalstream.connectors.targets.python_callable import CallableTarget
+from evalstream.connectors.targets.spec import parse_target
 
 JSON = Any
 AGENT = Path(__file__).resolve().parents[2] / "examples" / "eval-harness" / "agent.py"

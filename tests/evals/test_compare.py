@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from assertions.evalruns.compare import CompareOptions, DatasetMismatchError, compare
-from assertions.evalruns.fingerprint import dataset_fingerprint
-from assertions.evalruns.models import SampleStatus
-from assertions.evalruns.profiles import PROFILES, check_profile
+from evalstream.assertions.evalruns.compare import CompareOptions, DatasetMismatchError, compare
+from evalstream.assertions.evalruns.fingerprint import dataset_fingerprint
+from evalstream.assertions.evalruns.models import SampleStatus
+from evalstream.assertions.evalruns.profiles import PROFILES, check_profile
 from tests.evals.conftest import make_suite
 from tests.evals.factories import run_of
 

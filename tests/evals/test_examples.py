@@ -7,10 +7,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from assertions.errors import SuiteError
-from assertions.evalruns.variants import load_variants
-from assertions.suite_format.schema import suite_json_schema
-from assertions.suite_format.yaml_positions import load_yaml
+from evalstream.assertions.errors import SuiteError
+from evalstream.assertions.evalruns.variants import load_variants
+from evalstream.assertions.suite_format.schema import suite_json_schema
+from evalstream.assertions.suite_format.yaml_positions import load_yaml
 from tests.evals.conftest import EXAMPLE
 
 

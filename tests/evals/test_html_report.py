@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from assertions.evalruns.compare import compare
-from assertions.evalruns.reports import render_eval_report
-from assertions.suite_format.suites import Suite
-from connectors.targets.spec import parse_target
-from stream.evalruns.runner import run_dataset
+from evalstream.assertions.evalruns.compare import compare
+from evalstream.assertions.evalruns.reports import render_eval_report
+from evalstream.assertions.suite_format.suites import Suite
+from evalstream.connectors.targets.spec import parse_target
+from evalstream.stream.evalruns.runner import run_dataset
 from tests.evals.conftest import AGENT, HASTY
 
 
@@ -69,7 +69,7 @@ def render_in_chromium(html: str, tmp_path: Path) -> Dom:
 
 @pytest.fixture(scope="module")
 def two_runs() -> tuple[object, object]:
-    from assertions.suite_format.suites import load_suite  # noqa: PLC0415 - module fixture, no per-test cost
+    from evalstream.assertions.suite_format.suites import load_suite  # noqa: PLC0415 - module fixture, no per-test cost
     from tests.evals.conftest import EXAMPLE  # noqa: PLC0415
 
     suite: Suite = load_suite(EXAMPLE / "dataset.yaml")

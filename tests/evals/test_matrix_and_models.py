@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from assertions.evalruns.matrix import VariantResult, matrix_result
-from assertions.evalruns.models import DatasetResult, SampleStatus
-from assertions.evalruns.reports import dump_document, is_eval_run, read_eval_document
-from assertions.suite_format.suites import Suite
-from connectors.targets.spec import parse_target
-from stream.evalruns.runner import RunSettings, run_dataset
+from evalstream.assertions.evalruns.matrix import VariantResult, matrix_result
+from evalstream.assertions.evalruns.models import DatasetResult, SampleStatus
+from evalstream.assertions.evalruns.reports import dump_document, is_eval_run, read_eval_document
+from evalstream.assertions.suite_format.suites import Suite
+from evalstream.connectors.targets.spec import parse_target
+from evalstream.stream.evalruns.runner import RunSettings, run_dataset
 from tests.evals.conftest import AGENT
 from tests.evals.factories import run_of
 
@@ -73,8 +73,8 @@ def test_a_real_run_round_trips_through_json(example_suite: Suite) -> None:
 
 
 def test_run_matrix_in_process(example_suite: Suite) -> None:
-    from assertions.evalruns.variants import load_variants  # noqa: PLC0415
-    from stream.evalruns.matrix import run_matrix  # noqa: PLC0415
+    from evalstream.assertions.evalruns.variants import load_variants  # noqa: PLC0415
+    from evalstream.stream.evalruns.matrix import run_matrix  # noqa: PLC0415
     from tests.evals.conftest import EXAMPLE  # noqa: PLC0415
 
     variants = load_variants(EXAMPLE / "variants.yaml")

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from assertions.errors import InputError
-from assertions.judge.protocol import JudgeRequest, JudgeVerdict
-from assertions.suite_format.suites import Suite
-from connectors.targets.python_callable import CallableTarget
-from connectors.targets.spec import parse_target
-from stream.evalruns.runner import DatasetRunner, RunSettings, run_dataset
+from evalstream.assertions.errors import InputError
+from evalstream.assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from evalstream.assertions.suite_format.suites import Suite
+from evalstream.connectors.targets.python_callable import CallableTarget
+from evalstream.connectors.targets.spec import parse_target
+from evalstream.stream.evalruns.runner import DatasetRunner, RunSettings, run_dataset
 from tests.evals import targets_for_tests as t
 from tests.evals.conftest import AGENT, HASTY, make_suite
 
@@ -378,8 +378,8 @@ def test_http_target(signals_server: str) -> None:
 
 def test_saved_signals_give_the_same_verdicts_under_check(example_suite: Suite) -> None:
     """One engine: re-evaluating a run's saved signals with `check` gives the same verdicts."""
-    from assertions.wire.signals import signal_from_obj  # noqa: PLC0415
-    from stream.offline import evaluate_signals  # noqa: PLC0415
+    from evalstream.assertions.wire.signals import signal_from_obj  # noqa: PLC0415
+    from evalstream.stream.offline import evaluate_signals  # noqa: PLC0415
 
     result = run(example_suite, parse_target(AGENT), config=HASTY, repeat=2)
     signals = [signal_from_obj(sig) for c in result.cases for s in c.samples for sig in s.signals]

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from assertions.errors import InputError
-from connectors.sandboxing.bwrap import probe_bwrap
-from connectors.targets.spec import parse_target
-from stream.evalruns.runner import RunSettings, run_dataset
+from evalstream.assertions.errors import InputError
+from evalstream.connectors.sandboxing.bwrap import probe_bwrap
+from evalstream.connectors.targets.spec import parse_target
+from evalstream.stream.evalruns.runner import RunSettings, run_dataset
 from tests.evals.conftest import Run, make_suite
 
 REPO = Path(__file__).resolve().parents[2]

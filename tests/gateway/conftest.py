@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
+from evalstream.connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
 from tests.gateway.live import LiveServer, token_env
 from tests.support.messages_api import messages_api  # noqa: F401 - re-exported fixture
 

@@ -152,7 +152,7 @@ def read_key_sync(bootstrap: str, topic: str, key: str, *, count: int) -> list[M
 async def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
     """`ensure_topics`, retried while a just-created topic's metadata has not propagated
     (its description briefly shows 0 partitions on a loaded machine)."""
-    from connectors.kafka.topics import TopicMismatchError, ensure_topics  # noqa: PLC0415
+    from evalstream.connectors.kafka.topics import TopicMismatchError, ensure_topics  # noqa: PLC0415
 
     for attempt in range(20):
         try:

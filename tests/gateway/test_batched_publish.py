@@ -14,9 +14,9 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from starlette.testclient import TestClient
 
-from connectors.gateway import GatewaySettings, KafkaPublisher, create_gateway_app
-from connectors.gateway.publisher import SIGNALS, OutRecord
-from stream.dev_kafka import KafkaBroker
+from evalstream.connectors.gateway import GatewaySettings, KafkaPublisher, create_gateway_app
+from evalstream.connectors.gateway.publisher import SIGNALS, OutRecord
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.gateway.live import Message, bearer, create_topics, read_topic, token_env
 
 pytestmark = pytest.mark.kafka

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from connectors.gateway.publisher import MemoryPublisher
+from evalstream.connectors.gateway.publisher import MemoryPublisher
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import bearer
 

@@ -19,14 +19,19 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from assertions.errors import SignalDecodeError
-from connectors.codecs.litellm import litellm_call_record
-from connectors.codecs.otlp_decode import decode_json, decode_protobuf
-from connectors.codecs.store_episodes import episode_to_signals
-from connectors.gateway import GatewaySettings, MemoryPublisher, Rejected, create_gateway_app
-from connectors.gateway.limits import Limits, decode_content, json_items
-from connectors.gateway.messages import MessageAccumulator, summarize_message
-from connectors.gateway.redaction import Redactor
+from evalstream.assertions.errors import SignalDecodeError
+from evalstream.connectors.codecs.litellm import litellm_call_record
+from evalstream.connectors.codecs.otlp_decode import decode_json, decode_protobuf
+from evalstream.connectors.codecs.store_episodes import episode_to_signals
+from evalstream.connectors.gateway import (
+    GatewaySettings,
+    MemoryPublisher,
+    Rejected,
+    create_gateway_app,
+)
+from evalstream.connectors.gateway.limits import Limits, decode_content, json_items
+from evalstream.connectors.gateway.messages import MessageAccumulator, summarize_message
+from evalstream.connectors.gateway.redaction import Redactor
 from tests.gateway.live import TOKENS, token_env
 
 

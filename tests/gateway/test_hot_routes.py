@@ -9,8 +9,8 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
-from connectors.gateway.publisher import OutRecord
+from evalstream.connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
+from evalstream.connectors.gateway.publisher import OutRecord
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import bearer, token_env
 

@@ -13,8 +13,8 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from connectors.gateway import Unavailable
-from connectors.gateway.publisher import MemoryPublisher
+from evalstream.connectors.gateway import Unavailable
+from evalstream.connectors.gateway.publisher import MemoryPublisher
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import TOKENS, bearer
 

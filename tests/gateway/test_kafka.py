@@ -26,12 +26,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from starlette.testclient import TestClient
 
-from assertions.suite_format.suites import load_suite
-from connectors.gateway import GatewaySettings, KafkaPublisher, create_gateway_app
-from connectors.gateway.auth import stored_form
-from stream.dev_kafka import KafkaBroker
-from stream.offline import check_files
-from stream.pipeline import Envelope, MemorySink, Pipeline
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.connectors.gateway import GatewaySettings, KafkaPublisher, create_gateway_app
+from evalstream.connectors.gateway.auth import stored_form
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.offline import check_files
+from evalstream.stream.pipeline import Envelope, MemorySink, Pipeline
 from tests.gateway.live import (
     TOKENS,
     Message,

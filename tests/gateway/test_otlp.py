@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.trace import Status, StatusCode
 from starlette.testclient import TestClient
 
-from connectors.codecs.otlp_genai import otlp_signals
-from connectors.gateway.publisher import MemoryPublisher
+from evalstream.connectors.codecs.otlp_genai import otlp_signals
+from evalstream.connectors.gateway.publisher import MemoryPublisher
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import TOKENS, LiveServer, bearer
 

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 from starlette.testclient import TestClient
 
-from assertions.wire.signals import Signal
-from connectors.codecs.otlp_genai import otlp_signals, span_count
+from evalstream.assertions.wire.signals import Signal
+from evalstream.connectors.codecs.otlp_genai import otlp_signals, span_count
 from tests.gateway.conftest import AppFactory
 from tests.gateway.live import bearer
 from tests.gateway.test_otlp import otlp_json, span

@@ -19,11 +19,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, Tracer
 
-from assertions.evaluation.assembly import CloseRules
-from assertions.evaluation.results import EpisodeResult
-from assertions.suite_format.suites import parse_suite
-from connectors.gateway.publisher import MemoryPublisher
-from stream.pipeline import Envelope, MemorySink, Pipeline
+from evalstream.assertions.evaluation.assembly import CloseRules
+from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.suite_format.suites import parse_suite
+from evalstream.connectors.gateway.publisher import MemoryPublisher
+from evalstream.stream.pipeline import Envelope, MemorySink, Pipeline
 from tests.gateway.live import TOKENS, LiveServer
 
 StartGateway = Callable[..., tuple[LiveServer, MemoryPublisher]]

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from anthropic.types import MessageParam, ToolParam, ToolUseBlock
 
-from connectors.gateway.publisher import MemoryPublisher
+from evalstream.connectors.gateway.publisher import MemoryPublisher
 from tests.gateway.live import TOKENS, LiveServer, wait_for
 from tests.support.messages_api import ErrorReply, MessagesAPIServer, Reply, Usage
 

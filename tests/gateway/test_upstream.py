@@ -20,9 +20,9 @@ import httpx
 import pytest
 import uvloop
 
-from assertions.errors import InputError
-from connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
-from connectors.gateway.upstream import (
+from evalstream.assertions.errors import InputError
+from evalstream.connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
+from evalstream.connectors.gateway.upstream import (
     HttpxUpstream,
     LeanUpstream,
     UpstreamError,

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from assertions.judge.prompt import JudgeResponseError
-from assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
-from assertions.suite_format.suites import parse_suite
-from assertions.testing import SignalFactory
-from assertions.wire.pricing import Usage as PricingUsage
-from assertions.wire.pricing import default_pricing
-from assertions.wire.signals import Signal
-from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
-from stream.judge import PrometheusJudgeObserver, make_judge
-from stream.offline import evaluate_signals
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.judge.prompt import JudgeResponseError
+from evalstream.assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
+from evalstream.assertions.suite_format.suites import parse_suite
+from evalstream.assertions.testing import SignalFactory
+from evalstream.assertions.wire.pricing import Usage as PricingUsage
+from evalstream.assertions.wire.pricing import default_pricing
+from evalstream.assertions.wire.signals import Signal
+from evalstream.connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
+from evalstream.stream.judge import PrometheusJudgeObserver, make_judge
+from evalstream.stream.offline import evaluate_signals
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 from tests.graders.judge_helpers import (
     BAD,
     CRITERIA,

@@ -18,21 +18,26 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from assertions.graders.calibration import (
+from evalstream.assertions.graders.calibration import (
     JudgeScore,
     calibrate,
     human_grades,
     judge_scores_from_json,
 )
-from assertions.graders.human_review import ReviewQueue
-from assertions.graders.kappa import Z_95, agreement_weights, cohen_kappa, confusion_matrix
-from assertions.graders.model import ModelGraderConfig, grade_with_model
-from assertions.harness.grading import ItemGrade
-from assertions.harness.models import EvalItem
-from assertions.harness.report import build_report
-from assertions.judge.protocol import JudgeRequest, JudgeVerdict
-from stream.cli import cli
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.graders.human_review import ReviewQueue
+from evalstream.assertions.graders.kappa import (
+    Z_95,
+    agreement_weights,
+    cohen_kappa,
+    confusion_matrix,
+)
+from evalstream.assertions.graders.model import ModelGraderConfig, grade_with_model
+from evalstream.assertions.harness.grading import ItemGrade
+from evalstream.assertions.harness.models import EvalItem
+from evalstream.assertions.harness.report import build_report
+from evalstream.assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from evalstream.stream.cli import cli
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 JSON = Any
 ROOT = Path(__file__).resolve().parents[2]
@@ -191,7 +196,7 @@ def test_judge_results_accept_scale_values_and_normalised_scores() -> None:
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-c", "from stream.cli import main; main()", *args],
+        [sys.executable, "-c", "from evalstream.stream.cli import main; main()", *args],
         capture_output=True,
         text=True,
         env=env,

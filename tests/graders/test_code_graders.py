@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from assertions.graders import (
+from evalstream.assertions.graders import (
     ExactMatchConfig,
     RegexConfig,
     StructuralConfig,

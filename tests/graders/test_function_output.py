@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
-from assertions.graders import FunctionOutputConfig, grade_function_output
-from assertions.graders.function_output import HARNESS_FILE, SandboxLimits
-from connectors.sandboxing.limited_subprocess import SubprocessSandbox, detect_network_isolation
+from evalstream.assertions.graders import FunctionOutputConfig, grade_function_output
+from evalstream.assertions.graders.function_output import HARNESS_FILE, SandboxLimits
+from evalstream.connectors.sandboxing.limited_subprocess import (
+    SubprocessSandbox,
+    detect_network_isolation,
+)
 
 JSON = Any
 

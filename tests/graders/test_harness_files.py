@@ -9,20 +9,20 @@ from typing import Any
 
 import pytest
 
-from assertions.errors import SuiteError
-from assertions.graders import (
+from evalstream.assertions.errors import SuiteError
+from evalstream.assertions.graders import (
     ExactMatchConfig,
     FunctionOutputConfig,
     ModelGraderConfig,
     RegexConfig,
     StructuralConfig,
 )
-from assertions.graders.human_review import HumanGraderConfig, ReviewQueue
-from assertions.harness.grading import ItemGrade, grade_items
-from assertions.harness.loader import load_evals
-from assertions.harness.report import build_report, render_markdown
-from connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings
-from connectors.sandboxing.limited_subprocess import SubprocessSandbox
+from evalstream.assertions.graders.human_review import HumanGraderConfig, ReviewQueue
+from evalstream.assertions.harness.grading import ItemGrade, grade_items
+from evalstream.assertions.harness.loader import load_evals
+from evalstream.assertions.harness.report import build_report, render_markdown
+from evalstream.connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings
+from evalstream.connectors.sandboxing.limited_subprocess import SubprocessSandbox
 from tests.graders.judge_helpers import verdict
 from tests.support.messages_api import MessagesAPIServer, MessagesRequest, Reply
 

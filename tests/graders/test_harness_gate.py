@@ -10,24 +10,24 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from assertions.errors import SuiteError
-from assertions.graders.exact_match import ExactMatchConfig
-from assertions.graders.model import ModelGraderConfig
-from assertions.graders.result import GradeResult
-from assertions.harness.grading import ItemGrade, grade_items
-from assertions.harness.junit import render_junit
-from assertions.harness.loader import load_evals
-from assertions.harness.models import EvalItem
-from assertions.harness.report import build_report
-from assertions.harness.scale_check import rubric_scale, scale_warning
-from assertions.harness.selection import select_items
-from assertions.harness.thresholds import (
+from evalstream.assertions.errors import SuiteError
+from evalstream.assertions.graders.exact_match import ExactMatchConfig
+from evalstream.assertions.graders.model import ModelGraderConfig
+from evalstream.assertions.graders.result import GradeResult
+from evalstream.assertions.harness.grading import ItemGrade, grade_items
+from evalstream.assertions.harness.junit import render_junit
+from evalstream.assertions.harness.loader import load_evals
+from evalstream.assertions.harness.models import EvalItem
+from evalstream.assertions.harness.report import build_report
+from evalstream.assertions.harness.scale_check import rubric_scale, scale_warning
+from evalstream.assertions.harness.selection import select_items
+from evalstream.assertions.harness.thresholds import (
     EvalTrigger,
     evaluate_gate,
     ks_needed,
     parse_threshold_flag,
 )
-from assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from evalstream.assertions.judge.protocol import JudgeRequest, JudgeVerdict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval-harness"
 PASS, FAIL = GradeResult(passed=True, score=1.0), GradeResult(passed=False, score=0.0)

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from assertions.errors import InputError
-from assertions.judge.budget import JudgeBudgetExhaustedError
-from assertions.judge.protocol import JudgeRequest, JudgeVerdict
-from assertions.wire.pricing import Usage as PricingUsage
-from assertions.wire.pricing import default_pricing
-from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
-from connectors.anthropic_api.judge_batch import BATCH_PRICE_FACTOR, BatchAnthropicJudge
-from connectors.targets.python_callable import CallableTarget
-from stream.evalruns.runner import RunSettings, run_dataset
-from stream.judge import judge_from, make_judge
+from evalstream.assertions.errors import InputError
+from evalstream.assertions.judge.budget import JudgeBudgetExhaustedError
+from evalstream.assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from evalstream.assertions.wire.pricing import Usage as PricingUsage
+from evalstream.assertions.wire.pricing import default_pricing
+from evalstream.connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
+from evalstream.connectors.anthropic_api.judge_batch import BATCH_PRICE_FACTOR, BatchAnthropicJudge
+from evalstream.connectors.targets.python_callable import CallableTarget
+from evalstream.stream.evalruns.runner import RunSettings, run_dataset
+from evalstream.stream.judge import judge_from, make_judge
 from tests.evals import targets_for_tests
 from tests.evals.conftest import make_suite
 from tests.graders.judge_helpers import BAD, CRITERIA, GOOD, KEYWORDS, honest_judge, output_block

@@ -17,29 +17,29 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from assertions.judge.budget import (
+from evalstream.assertions.judge.budget import (
     BudgetLimits,
     JudgeBudgetExhaustedError,
     SpendBudget,
     input_token_bound,
 )
-from assertions.judge.prompt import build_prompt
-from assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
-from assertions.reports.check_report import render_markdown
-from assertions.suite_format.suites import parse_suite
-from assertions.testing import SignalFactory
-from assertions.wire.pricing import (
+from evalstream.assertions.judge.prompt import build_prompt
+from evalstream.assertions.judge.protocol import JudgeExample, JudgeRequest, JudgeVerdict
+from evalstream.assertions.reports.check_report import render_markdown
+from evalstream.assertions.suite_format.suites import parse_suite
+from evalstream.assertions.testing import SignalFactory
+from evalstream.assertions.wire.pricing import (
     ModelPrice,
     PricingTable,
     Usage,
     default_pricing,
     load_pricing,
 )
-from assertions.wire.signals import Signal
-from connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
-from stream.judge import make_judge
-from stream.offline import evaluate_signals
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.wire.signals import Signal
+from evalstream.connectors.anthropic_api.judge import AnthropicJudge, JudgeError, JudgeSettings
+from evalstream.stream.judge import make_judge
+from evalstream.stream.offline import evaluate_signals
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 from tests.graders.judge_helpers import CRITERIA, GOOD, KEYWORDS, criteria_of, verdict
 from tests.support.messages_api import (
     ErrorReply,

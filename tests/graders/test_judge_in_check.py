@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
 from tests.graders.judge_helpers import CRITERIA, GOOD, KEYWORDS, honest_judge
 from tests.scoring.episodes import make_episode
 from tests.support.messages_api import MessagesAPIServer
@@ -75,7 +75,7 @@ def test_without_a_key_llm_judge_is_an_error_not_a_pass(tmp_path: Path) -> None:
 
 
 JUDGE_FACTORY = """
-from assertions.judge.protocol import JudgeVerdict
+from evalstream.assertions.judge.protocol import JudgeVerdict
 
 
 class KeywordJudge:

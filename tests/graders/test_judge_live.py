@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from assertions.judge.protocol import JudgeRequest
-from connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings
+from evalstream.assertions.judge.protocol import JudgeRequest
+from evalstream.connectors.anthropic_api.judge import AnthropicJudge, JudgeSettings
 from tests.graders.judge_helpers import BAD, CRITERIA, GOOD
 
 pytestmark = pytest.mark.skipif(

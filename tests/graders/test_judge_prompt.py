@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from assertions.judge.prompt import (
+from evalstream.assertions.judge.prompt import (
     JudgeResponseError,
     build_prompt,
     data_tag,
     parse_verdict,
     validate_request,
 )
-from assertions.judge.protocol import JudgeExample, JudgeRequest
+from evalstream.assertions.judge.protocol import JudgeExample, JudgeRequest
 from tests.graders.judge_helpers import CRITERIA, verdict
 
 REQUEST = JudgeRequest(criteria=CRITERIA, output="answer text", min_score=0.7)

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from assertions.graders import ModelGraderConfig, grade_with_model
-from assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from evalstream.assertions.graders import ModelGraderConfig, grade_with_model
+from evalstream.assertions.judge.protocol import JudgeRequest, JudgeVerdict
 
 CONFIG = ModelGraderConfig.model_validate(
     {

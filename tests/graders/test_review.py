@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from assertions.graders.agreement import krippendorff_alpha, percent_agreement
-from assertions.graders.human_review import Rating, ReviewQueue
-from stream.cli import cli
+from evalstream.assertions.graders.agreement import krippendorff_alpha, percent_agreement
+from evalstream.assertions.graders.human_review import Rating, ReviewQueue
+from evalstream.stream.cli import cli
 
 JSON = Any
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval-harness"

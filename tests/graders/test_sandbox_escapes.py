@@ -19,11 +19,14 @@ from typing import Any
 
 import pytest
 
-from assertions.graders.function_output import FunctionOutputConfig, grade_function_output
-from assertions.graders.result import GradeResult
-from connectors.sandboxing import bwrap as bwrap_sandbox
-from connectors.sandboxing.bwrap import BwrapSandbox, probe_bwrap
-from connectors.sandboxing.code_runner import RefusingRunner, code_runner
+from evalstream.assertions.graders.function_output import (
+    FunctionOutputConfig,
+    grade_function_output,
+)
+from evalstream.assertions.graders.result import GradeResult
+from evalstream.connectors.sandboxing import bwrap as bwrap_sandbox
+from evalstream.connectors.sandboxing.bwrap import BwrapSandbox, probe_bwrap
+from evalstream.connectors.sandboxing.code_runner import RefusingRunner, code_runner
 
 TIMEOUT_S = 2.0
 LIVENESS_MARGIN_S = 10.0

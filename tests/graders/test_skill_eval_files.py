@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from assertions.skill_evals.models import (
+from evalstream.assertions.skill_evals.models import (
     AnalysisFile,
     ComparisonFile,
     CriterionResult,

@@ -11,9 +11,9 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from connectors.kafka.batched_output import BatchedOutput
-from connectors.kafka.topics import ensure_topics
-from stream.dev_kafka import KafkaBroker
+from evalstream.connectors.kafka.batched_output import BatchedOutput
+from evalstream.connectors.kafka.topics import ensure_topics
+from evalstream.stream.dev_kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 

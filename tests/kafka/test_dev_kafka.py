@@ -16,7 +16,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from stream.dev_kafka import KEEP_DATA_ENV, KafkaBroker, _free_ports
+from evalstream.stream.dev_kafka import KEEP_DATA_ENV, KafkaBroker, _free_ports
 from tests.kafka.helpers import EXE
 
 PARTITIONS = 8

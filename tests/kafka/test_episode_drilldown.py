@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import EXE, Deployment, consume, consume_raw, jsonl_records, produce
 
 pytestmark = pytest.mark.kafka

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from assertions.suite_format.suites import load_suite
-from stream.dev_kafka import KafkaBroker
-from stream.offline import check_files
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.offline import check_files
 from tests.kafka.helpers import Deployment, by_episode, consume, jsonl_records, produce, without_key
 
 pytestmark = pytest.mark.kafka

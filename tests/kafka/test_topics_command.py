@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 EXE = Path(sys.executable).parent / "evalstream"

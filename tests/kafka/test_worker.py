@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from assertions.suite_format.suites import load_suite
-from stream.dev_kafka import KafkaBroker
-from stream.offline import check_files
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.offline import check_files
 from tests.kafka.helpers import (
     EXE,
     Deployment,

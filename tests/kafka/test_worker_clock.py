@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from assertions.suite_format.suites import load_suite
-from connectors.kafka.topics import ensure_topics, topic_config
-from stream.dev_kafka import KafkaBroker
-from stream.offline import check_files
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.connectors.kafka.topics import ensure_topics, topic_config
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.offline import check_files
 from tests.kafka.helpers import (
     Deployment,
     by_episode,

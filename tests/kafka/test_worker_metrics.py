@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import Deployment, consume, jsonl_records, produce
 from tests.prometheus.conftest import PrometheusServer
 from tests.support.ports import free_port

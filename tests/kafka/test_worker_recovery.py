@@ -21,10 +21,10 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
-from assertions.evaluation.results import EpisodeResult
-from assertions.suite_format.suites import load_suite
-from stream.dev_kafka import KafkaBroker
-from stream.offline import check_files
+from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.offline import check_files
 from tests.kafka.helpers import Deployment, by_episode, consume, produce, without_key
 
 pytestmark = pytest.mark.kafka

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import EXE, Deployment, consume, jsonl_records, produce
 
 pytestmark = pytest.mark.kafka

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connectors.files.recording import RecordedMessage, RecordingWriter
-from connectors.otel_export.evaluation_events import derived_span
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.connectors.otel_export.evaluation_events import derived_span
 from tests.otel_export.receiver import Received, otlp_receiver
 
 EXE = Path(sys.executable).parent / "evalstream"

@@ -9,11 +9,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from connectors.otel_export.evaluation_events import verdict_event
-from connectors.otel_export.otlp_export import OtlpExporter, OtlpExportSettings, resolve_settings
-from stream.evaluation_export import EvaluationExport
-from stream.pipeline import EPISODES, VERDICTS, MemorySink
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.connectors.otel_export.evaluation_events import verdict_event
+from evalstream.connectors.otel_export.otlp_export import (
+    OtlpExporter,
+    OtlpExportSettings,
+    resolve_settings,
+)
+from evalstream.stream.evaluation_export import EvaluationExport
+from evalstream.stream.pipeline import EPISODES, VERDICTS, MemorySink
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 from tests.otel_export.receiver import Receiver, otlp_receiver
 from tests.support.ports import free_port
 

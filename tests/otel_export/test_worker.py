@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from connectors.otel_export.evaluation_events import episode_events
-from stream.dev_kafka import KafkaBroker
-from stream.offline import check_files
+from evalstream.connectors.otel_export.evaluation_events import episode_events
+from evalstream.stream.dev_kafka import KafkaBroker
+from evalstream.stream.offline import check_files
 from tests.kafka.helpers import Deployment, produce
 from tests.otel_export.receiver import otlp_receiver
 
@@ -22,7 +22,7 @@ Event = tuple[str, str, str, str]  # dedupe key, trace id, evaluated span id, la
 
 
 def expected_events() -> set[Event]:
-    from assertions.suite_format.suites import load_suite  # noqa: PLC0415
+    from evalstream.assertions.suite_format.suites import load_suite  # noqa: PLC0415
 
     records: list[dict[str, object]] = []
     check_files(

@@ -13,11 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from assertions.suite_format.suites import load_suite
-from stream.embedded import EmbeddedRun, run_embedded
-from stream.offline import check_files
-from stream.pipeline import DLQ, EPISODES, Envelope, MemorySink, Pipeline
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.embedded import EmbeddedRun, run_embedded
+from evalstream.stream.offline import check_files
+from evalstream.stream.pipeline import DLQ, EPISODES, Envelope, MemorySink, Pipeline
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.parent for p in (REPO / "examples").glob("*/suite.yaml"))

@@ -9,11 +9,11 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from assertions.suite_format.suites import load_suite
-from stream.console.check_table import print_table
-from stream.console.rejections import RejectionLog
-from stream.embedded import run_embedded
-from stream.offline import check_files
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.console.check_table import print_table
+from evalstream.stream.console.rejections import RejectionLog
+from evalstream.stream.embedded import run_embedded
+from evalstream.stream.offline import check_files
 
 SUITE = """\
 name: close failures

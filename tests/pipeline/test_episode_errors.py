@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from assertions.suite_format.suites import Suite, parse_suite
-from assertions.suite_format.yaml_positions import load_yaml
-from assertions.wire.signals import Signal
-from stream.offline import evaluate_signals
-from stream.pipeline import EPISODES, MemorySink, Pipeline
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.suite_format.suites import Suite, parse_suite
+from evalstream.assertions.suite_format.yaml_positions import load_yaml
+from evalstream.assertions.wire.signals import Signal
+from evalstream.stream.offline import evaluate_signals
+from evalstream.stream.pipeline import EPISODES, MemorySink, Pipeline
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 SUITE = """name: tiny
 defaultAssertions:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 
-from assertions.evaluation.assembly import CloseRules
-from assertions.suite_format.suites import load_suite
-from stream.pipeline import ALERTS, EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
+from evalstream.assertions.evaluation.assembly import CloseRules
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.pipeline import ALERTS, EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 
 SUITE = """name: reopen
 defaultAssertions:

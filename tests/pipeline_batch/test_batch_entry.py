@@ -15,10 +15,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions.evaluation.assembly import CloseReason, CloseRules
-from assertions.suite_format.suites import Suite, parse_suite
-from stream.pipeline import Envelope, MemorySink, Pipeline
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.evaluation.assembly import CloseReason, CloseRules
+from evalstream.assertions.suite_format.suites import Suite, parse_suite
+from evalstream.stream.pipeline import Envelope, MemorySink, Pipeline
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 SUITE: Suite = parse_suite(
     {

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assertions.errors import RegexTimeoutError
-from assertions.evaluation.bounded_regex import BoundedRegex
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.evaluation.matchers import is_number
-from assertions.evaluation.records import verdict_record
-from assertions.evaluation.results import iso_ms
-from assertions.evaluation.verdicts import Verdict
-from assertions.wire.signals import parse_timestamp
+from evalstream.assertions.errors import RegexTimeoutError
+from evalstream.assertions.evaluation.bounded_regex import BoundedRegex
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.evaluation.matchers import is_number
+from evalstream.assertions.evaluation.records import verdict_record
+from evalstream.assertions.evaluation.results import iso_ms
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.wire.signals import parse_timestamp
 
 YEAR_2100_MS = 4_102_444_800_000
 

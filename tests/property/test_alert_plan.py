@@ -7,9 +7,9 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.alerting.alert_rules import AlertRules
-from assertions.scores.dimensions import EpisodeScores
-from assertions.scores.safety import SafetyResult
+from evalstream.assertions.alerting.alert_rules import AlertRules
+from evalstream.assertions.scores.dimensions import EpisodeScores
+from evalstream.assertions.scores.safety import SafetyResult
 
 thresholds = st.none() | st.sampled_from([0.0, 0.3, 0.5, 0.8, 20.0, 40.0]) | st.floats(0, 100)
 deltas = st.none() | st.just(math.inf) | st.sampled_from([20.0, 40.0, 60.0]) | st.floats(-50, 200)

@@ -7,8 +7,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.scores.baselines import Baseline, BaselineKey, FileBaselines, RollingBaselines
-from assertions.scores.dimensions import ScoringInput
+from evalstream.assertions.scores.baselines import (
+    Baseline,
+    BaselineKey,
+    FileBaselines,
+    RollingBaselines,
+)
+from evalstream.assertions.scores.dimensions import ScoringInput
 
 # Key attr values as they arrive: strings, numbers, null, a list, or absent.
 values = st.one_of(

@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.errors import InputError
-from assertions.scores.baselines import FileBaselines, RollingBaselines
-from assertions.scores.stage import ScoringSettings
+from evalstream.assertions.errors import InputError
+from evalstream.assertions.scores.baselines import FileBaselines, RollingBaselines
+from evalstream.assertions.scores.stage import ScoringSettings
 
 JSON_VALUES = st.recursive(
     st.none()

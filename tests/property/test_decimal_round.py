@@ -8,7 +8,7 @@ import struct
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from assertions.scores.decimal_round import round_places
+from evalstream.assertions.scores.decimal_round import round_places
 
 
 def _bits(x: float) -> bytes:

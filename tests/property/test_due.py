@@ -9,9 +9,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler, OpenEpisode
-from assertions.suite_format.suites import SuiteSet
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.assembly import (
+    CloseReason,
+    CloseRules,
+    EpisodeAssembler,
+    OpenEpisode,
+)
+from evalstream.assertions.suite_format.suites import SuiteSet
+from evalstream.assertions.wire.signals import Signal
 
 EPISODES = [f"e{i}" for i in range(6)]
 

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions.evaluation.reference_facts import ReferenceEpisode
-from assertions.evaluation.registry import all_types
-from assertions.evaluation.verdicts import Outcome
-from assertions.judge.protocol import JudgeRequest
-from assertions.testing import parse_all, run_assertions, run_reference
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.reference_facts import ReferenceEpisode
+from evalstream.assertions.evaluation.registry import all_types
+from evalstream.assertions.evaluation.verdicts import Outcome
+from evalstream.assertions.judge.protocol import JudgeRequest
+from evalstream.assertions.testing import parse_all, run_assertions, run_reference
+from evalstream.assertions.wire.signals import Signal
 
 AGENTS = ["planner", "coder", "reviewer"]
 TOOLS = ["Read", "Edit", "Bash"]

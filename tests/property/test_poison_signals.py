@@ -21,12 +21,12 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 from starlette.testclient import TestClient
 
-from assertions.suite_format.suites import Suite, parse_suite
-from assertions.suite_format.yaml_positions import load_yaml
-from connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
-from stream.embedded import run_embedded
-from stream.offline import check_files
-from stream.pipeline import EPISODES, Envelope, MemorySink, Pipeline
+from evalstream.assertions.suite_format.suites import Suite, parse_suite
+from evalstream.assertions.suite_format.yaml_positions import load_yaml
+from evalstream.connectors.gateway import GatewaySettings, MemoryPublisher, create_gateway_app
+from evalstream.stream.embedded import run_embedded
+from evalstream.stream.offline import check_files
+from evalstream.stream.pipeline import EPISODES, Envelope, MemorySink, Pipeline
 from tests.gateway.live import bearer, token_env
 
 SUITE_TEXT = """name: tiny

@@ -9,8 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.scores.safety import DEFAULT_DETECTORS, SafetyConfig, output_shape, safety_score
-from assertions.scores.safety_gates import LOWERED, OUTPUT, SHAPE, GatePlan, Group
+from evalstream.assertions.scores.safety import (
+    DEFAULT_DETECTORS,
+    SafetyConfig,
+    output_shape,
+    safety_score,
+)
+from evalstream.assertions.scores.safety_gates import LOWERED, OUTPUT, SHAPE, GatePlan, Group
 
 # A small alphabet, so literals often contain one another and share prefixes.
 literals = st.text(alphabet="ab0", min_size=1, max_size=4)

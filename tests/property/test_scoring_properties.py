@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assertions.alerting.alert_rules import AlertRules, Severity
-from assertions.evaluation.verdicts import Verdict
-from assertions.scores.baselines import Baseline, BaselineKey
-from assertions.scores.dimensions import (
+from evalstream.assertions.alerting.alert_rules import AlertRules, Severity
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.scores.baselines import Baseline, BaselineKey
+from evalstream.assertions.scores.dimensions import (
     DEFAULT_DETECTORS,
     DIMENSIONS,
     SafetyConfig,

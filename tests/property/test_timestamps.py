@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assertions.wire.signals import parse_timestamp
+from evalstream.assertions.wire.signals import parse_timestamp
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 moments = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1))

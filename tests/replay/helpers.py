@@ -11,7 +11,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from connectors.files.recording import RecordedMessage, RecordingReader
+from evalstream.connectors.files.recording import RecordedMessage, RecordingReader
 
 EXE = Path(sys.executable).parent / "evalstream"
 REPO = Path(__file__).resolve().parents[2]

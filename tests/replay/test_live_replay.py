@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
 from tests.replay.helpers import cli
 from tests.support.messages_api import (
     ErrorReply,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 
-from connectors.anthropic_api.messages_replay import CandidateReply, MessagesClient
+from evalstream.connectors.anthropic_api.messages_replay import CandidateReply, MessagesClient
 from tests.support.messages_api import ErrorReply, MessagesAPIServer, Reply
 from tests.support.ports import free_port
 

@@ -11,7 +11,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.files.recording import (
+from evalstream.connectors.files.recording import (
     EpisodeRename,
     RecordedMessage,
     RecordingError,

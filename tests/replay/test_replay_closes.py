@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import (
     Deployment,
     by_episode,

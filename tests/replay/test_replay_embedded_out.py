@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from assertions.suite_format.suites import load_suite
+from evalstream.assertions.suite_format.suites import load_suite
 from tests.replay.helpers import REPO, cli
 from tests.replay.test_replay_offline import EXAMPLE, recording_of_example
 from tests.support.worker_records import by_dedupe_key, worker_records

@@ -9,10 +9,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from assertions.suite_format.suites import load_suite
-from connectors.files.recording import RecordedMessage, RecordingWriter
-from stream.offline import check_files
-from stream.recordings.replay import CONTROL_PREFIX, FileSource, Pacer, PipelineTarget, replay
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.connectors.files.recording import RecordedMessage, RecordingWriter
+from evalstream.stream.offline import check_files
+from evalstream.stream.recordings.replay import (
+    CONTROL_PREFIX,
+    FileSource,
+    Pacer,
+    PipelineTarget,
+    replay,
+)
 from tests.replay.helpers import REPO, cli
 
 EXAMPLE = REPO / "examples" / "code-review"
@@ -77,8 +83,10 @@ def test_control_records_are_not_input_offline(tmp_path: Path) -> None:
     summary = asyncio.run(replay(FileSource([path]), target))
     assert (summary.sent, summary.control_dropped) == (n, 1)
     assert target.report().summary.episodes == 15
-    assert CONTROL_PREFIX.startswith(b'{"name":"')  # stream.kafka_worker.app writes "name" first
-    from stream.kafka_worker.partition_feed import CONTROL_NAME  # noqa: PLC0415 - the worker writes them
+    assert CONTROL_PREFIX.startswith(
+        b'{"name":"'
+    )  # evalstream.stream.kafka_worker.app writes "name" first
+    from evalstream.stream.kafka_worker.partition_feed import CONTROL_NAME  # noqa: PLC0415 - the worker writes them
 
     assert b'{"name":"' + CONTROL_NAME.encode() + b'"' == CONTROL_PREFIX
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from connectors.files.recording import RecordedMessage, RecordingError, RecordingReader
-from stream.dev_kafka import KafkaBroker
+from evalstream.connectors.files.recording import RecordedMessage, RecordingError, RecordingReader
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.replay.helpers import EXE, cli, create_topic, read_recording, read_topic
 
 pytestmark = pytest.mark.kafka

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import Deployment, consume, jsonl_records, produce
 from tests.replay.helpers import REPO, cli, read_recording
 

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from connectors.alert_sinks import (
+from evalstream.connectors.alert_sinks import (
     AlertSinkError,
     AlertSinks,
     RetryPolicy,

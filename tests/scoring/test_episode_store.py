@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from assertions.errors import InputError
-from connectors.episode_store import (
+from evalstream.assertions.errors import InputError
+from evalstream.connectors.episode_store import (
     EpisodeNotFoundError,
     EpisodeQuery,
     EpisodeStoreClient,
@@ -17,7 +17,7 @@ from connectors.episode_store import (
     StoreResponseError,
     StoreUnavailableError,
 )
-from connectors.retry_policy import BackoffPolicy
+from evalstream.connectors.retry_policy import BackoffPolicy
 from tests.scoring.episodes import T0, iso, make_episode
 from tests.support.ports import free_port
 from tests.support_store import EpisodeStoreServer, with_totals

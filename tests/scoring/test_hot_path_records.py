@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, Severity
-from assertions.scores.baselines import Baseline, BaselineKey
-from assertions.scores.dimensions import (
+from evalstream.assertions.alerting.alert_rules import AlertRules, EpisodeAlert, Severity
+from evalstream.assertions.scores.baselines import Baseline, BaselineKey
+from evalstream.assertions.scores.dimensions import (
     DIMENSIONS,
     EpisodeScores,
     ScoringInput,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy" / "prometheus" / "rules" / "regression.yml"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assertions.scores.checks import ScoringConfigError
-from assertions.scores.safety import (
+from evalstream.assertions.scores.checks import ScoringConfigError
+from evalstream.assertions.scores.safety import (
     DEFAULT_DETECTORS,
     Detector,
     SafetyConfig,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from assertions.alerting.regression import COST, PASS_RATE
-from assertions.scores.run import ScoreRun
-from stream.score_sweep import ScoreSettings, score_episodes
+from evalstream.assertions.alerting.regression import COST, PASS_RATE
+from evalstream.assertions.scores.run import ScoreRun
+from evalstream.stream.score_sweep import ScoreSettings, score_episodes
 from tests.scoring.episodes import make_episode
 
 NOW = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from assertions.reports.score_report import render_score_report
-from assertions.scores.run import ScoreRunError
-from stream.score_sweep import NightlySettings, SweepError, parse_since, run_nightly
+from evalstream.assertions.reports.score_report import render_score_report
+from evalstream.assertions.scores.run import ScoreRunError
+from evalstream.stream.score_sweep import NightlySettings, SweepError, parse_since, run_nightly
 from tests.scoring.episodes import make_episode
 
 NOW = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from assertions.errors import InputError, SignalDecodeError
-from assertions.evaluation.assembly import EpisodeAssembler
-from assertions.scores.dimensions import ScoringInput
-from assertions.suite_format.suites import SuiteSet
-from assertions.wire.signals import Signal, signal_from_obj
-from connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
+from evalstream.assertions.errors import InputError, SignalDecodeError
+from evalstream.assertions.evaluation.assembly import EpisodeAssembler
+from evalstream.assertions.scores.dimensions import ScoringInput
+from evalstream.assertions.suite_format.suites import SuiteSet
+from evalstream.assertions.wire.signals import Signal, signal_from_obj
+from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
 
 T0 = 1_767_225_600_000.0  # 2026-01-01T00:00:00Z in epoch ms
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from assertions.scores.stage import (
+from evalstream.assertions.scores.stage import (
     ScoringSettings,
     ScoringSettingsError,
     load_scoring_settings,
 )
-from assertions.suite_format.suites import load_suite
-from stream.embedded import run_embedded
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.stream.embedded import run_embedded
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 from tests.scoring.http_peer import ScriptedServer
 from tests.scoring_flow.traffic import PHASES, write
 
@@ -96,8 +96,8 @@ def test_scores_and_alerts_join_the_episode_records(tmp_path: Path) -> None:
             if stream == "episodes":
                 records.append(record)
 
-    from assertions.scores.stage import ScoringStage  # noqa: PLC0415
-    from stream.pipeline import Envelope, Pipeline  # noqa: PLC0415
+    from evalstream.assertions.scores.stage import ScoringStage  # noqa: PLC0415
+    from evalstream.stream.pipeline import Envelope, Pipeline  # noqa: PLC0415
 
     settings = load_scoring_settings(scoring)
     pipeline = Pipeline(

@@ -7,8 +7,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from stream.kafka_worker.app import Worker
-from stream.settings import WorkerSettings
+from evalstream.stream.kafka_worker.app import Worker
+from evalstream.stream.settings import WorkerSettings
 from tests.scoring.episodes import make_episode
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.dev_kafka import KafkaBroker
+from evalstream.stream.dev_kafka import KafkaBroker
 from tests.kafka.helpers import Deployment, consume, consume_raw, produce
 from tests.scoring.http_peer import ScriptedServer
 from tests.scoring_flow.traffic import PHASES, episodes, write

@@ -7,7 +7,7 @@ Generates episode-store episodes (the store's JSON shape) for several agents and
 interleaved at random — cost and latency lognormal with spread `sigma`, a share of failed
 episodes — with step or gradual shifts of cost, latency or the failure rate on one
 agent/variant stream, optionally followed by a recovery. They are written to an NDJSON file
-and scored by `stream.score_sweep.score_episodes`, the function `evalstream score FILES`
+and scored by `evalstream.stream.score_sweep.score_episodes`, the function `evalstream score FILES`
 runs (rolling per-key baselines, per-episode alert rules, the continuous detector), and its
 alert events are measured per stream:
 
@@ -44,8 +44,14 @@ from typing import Any
 
 import orjson
 
-from assertions.alerting.regression import COST, LATENCY_P95, PASS_RATE, AlertEvent, AlertState
-from stream.score_sweep import ScoreSettings, score_episodes
+from evalstream.assertions.alerting.regression import (
+    COST,
+    LATENCY_P95,
+    PASS_RATE,
+    AlertEvent,
+    AlertState,
+)
+from evalstream.stream.score_sweep import ScoreSettings, score_episodes
 
 JSON = Any
 WARMUP = 250  # scored episodes per stream before its detector tests (reference + guard)

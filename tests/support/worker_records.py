@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from assertions.suite_format.suites import Suite
-from stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
+from evalstream.assertions.suite_format.suites import Suite
+from evalstream.stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 
 JSON = Any
 

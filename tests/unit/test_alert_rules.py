@@ -10,7 +10,7 @@ import orjson
 import pytest
 import yaml
 
-from assertions.alerting.alert_rules import (
+from evalstream.assertions.alerting.alert_rules import (
     AlertConfigError,
     AlertRules,
     EpisodeAlert,
@@ -19,9 +19,14 @@ from assertions.alerting.alert_rules import (
     has_critical,
     quality_passes,
 )
-from assertions.evaluation.verdicts import Verdict
-from assertions.scores.baselines import Baseline, BaselineKey
-from assertions.scores.dimensions import EpisodeScores, SafetyResult, ScoringInput, score_episode
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.scores.baselines import Baseline, BaselineKey
+from evalstream.assertions.scores.dimensions import (
+    EpisodeScores,
+    SafetyResult,
+    ScoringInput,
+    score_episode,
+)
 
 RULES = AlertRules()
 

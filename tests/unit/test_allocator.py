@@ -11,7 +11,7 @@ import pytest
 # fetch response each); run in a fresh interpreter so this test process keeps its settings.
 PROBE = """
 import resource, sys
-from stream.kafka_worker.allocator import keep_large_buffers
+from evalstream.stream.kafka_worker.allocator import keep_large_buffers
 if sys.argv[1] == "tuned":
     assert keep_large_buffers()
 buffer = b"x" * (8 << 20)

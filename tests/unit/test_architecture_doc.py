@@ -5,8 +5,8 @@ table, every test tier folder in the test-tier table, and every path-like name i
 document (`something.py` or `folder/`) exists.
 
 A name may be relative to the repository root, to the folder its section heading names (the
-`stream/` of "## `stream/`") or, in a table row, to a folder named in the row's first cell (the
-`kafka/` of the `deploy/` row is `deploy/kafka/`).
+`evalstream/stream/` of "## `evalstream/stream/`") or, in a table row, to a folder named in the
+row's first cell (the `kafka/` of the `deploy/` row is `deploy/kafka/`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "ARCHITECTURE.md"
-PACKAGES = ("assertions", "connectors", "stream")
+PACKAGES = ("evalstream/assertions", "evalstream/connectors", "evalstream/stream")
 TOKEN = re.compile(r"`([^`\s]+)`")
 PATH_LIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)*(?:\.py|/)")
 SKIPPED_DIRS = {"__pycache__"}

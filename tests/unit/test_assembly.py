@@ -6,14 +6,19 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.assembly import Accept, CloseReason, CloseRules, EpisodeAssembler
-from assertions.evaluation.facts import MAX_TOOL_SEQUENCE, EpisodeFacts
-from assertions.evaluation.results import EpisodeResult
-from assertions.evaluation.verdicts import Verdict
-from assertions.suite_format.suites import SuiteSet, parse_suite
-from assertions.testing import SignalFactory
-from assertions.wire.pricing import default_pricing
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.assembly import (
+    Accept,
+    CloseReason,
+    CloseRules,
+    EpisodeAssembler,
+)
+from evalstream.assertions.evaluation.facts import MAX_TOOL_SEQUENCE, EpisodeFacts
+from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.suite_format.suites import SuiteSet, parse_suite
+from evalstream.assertions.testing import SignalFactory
+from evalstream.assertions.wire.pricing import default_pricing
+from evalstream.assertions.wire.signals import Signal
 
 SUITE = parse_suite(
     {

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.scores.baselines import (
+from evalstream.assertions.scores.baselines import (
     Baseline,
     BaselineEntry,
     BaselineError,
@@ -18,7 +18,7 @@ from assertions.scores.baselines import (
     RollingBaselines,
     summarise,
 )
-from assertions.scores.dimensions import ScoringInput, score_episode
+from evalstream.assertions.scores.dimensions import ScoringInput, score_episode
 
 ATTRS = {"agent_id": "bot", "case_id": "c1"}
 

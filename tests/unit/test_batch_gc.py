@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from stream.batch_gc import full_collections_deferred
+from evalstream.stream.batch_gc import full_collections_deferred
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from connectors.kafka.batched_output import MAX_WAITING, BatchedOutput
+from evalstream.connectors.kafka.batched_output import MAX_WAITING, BatchedOutput
 
 TOPIC = "out"
 

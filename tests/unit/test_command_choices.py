@@ -3,12 +3,12 @@ to those modules' own values (the commands keep them apart so that `--help` star
 
 from __future__ import annotations
 
-from assertions.graders.calibration import DEFAULT_FLOOR as CALIBRATION_FLOOR
-from assertions.harness.report import REPORT_FORMATS as HARNESS_FORMATS
-from connectors.otel_export.otlp_export import MODES
-from stream.commands.harness import REPORT_FORMATS
-from stream.commands.otlp_options import OTLP_MODES
-from stream.commands.review import DEFAULT_FLOOR
+from evalstream.assertions.graders.calibration import DEFAULT_FLOOR as CALIBRATION_FLOOR
+from evalstream.assertions.harness.report import REPORT_FORMATS as HARNESS_FORMATS
+from evalstream.connectors.otel_export.otlp_export import MODES
+from evalstream.stream.commands.harness import REPORT_FORMATS
+from evalstream.stream.commands.otlp_options import OTLP_MODES
+from evalstream.stream.commands.review import DEFAULT_FLOOR
 
 
 def test_otlp_modes_are_the_exporters() -> None:

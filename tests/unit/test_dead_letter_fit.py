@@ -8,7 +8,7 @@ import hashlib
 import orjson
 import pytest
 
-from assertions.evaluation.records import DeadLetter
+from evalstream.assertions.evaluation.records import DeadLetter
 
 
 def letter(key: bytes | None, value: bytes) -> DeadLetter:

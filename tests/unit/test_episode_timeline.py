@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from assertions.reports.episode_timeline import (
+from evalstream.assertions.reports.episode_timeline import (
     EpisodeEvidence,
     assemble_timeline,
     render_text,
 )
-from assertions.wire.signals import Signal
+from evalstream.assertions.wire.signals import Signal
 
 EID = "ep-1"
 DAY_1 = 1_767_225_600_000.0  # 2026-01-01T00:00:00Z

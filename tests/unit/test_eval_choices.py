@@ -1,13 +1,13 @@
-"""The names the command line offers for dataset runs (assertions/evalruns/choices.py) are
-those the run code knows: every profile resolves, every report format renders."""
+"""The names the command line offers for dataset runs (evalstream/assertions/evalruns/choices.py)
+are those the run code knows: every profile resolves, every report format renders."""
 
 from __future__ import annotations
 
 import pytest
 
-from assertions.evalruns.choices import PROFILE_NAMES, REPORT_FORMATS
-from assertions.evalruns.profiles import PROFILES, profile
-from assertions.evalruns.reports import render_eval_report
+from evalstream.assertions.evalruns.choices import PROFILE_NAMES, REPORT_FORMATS
+from evalstream.assertions.evalruns.profiles import PROFILES, profile
+from evalstream.assertions.evalruns.reports import render_eval_report
 from tests.evals.factories import run_of
 
 

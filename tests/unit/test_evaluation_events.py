@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.evaluation.assembly import CloseRules
-from assertions.suite_format.suites import parse_suite
-from connectors.codecs.otlp_genai import otlp_signals
-from connectors.otel_export.evaluation_events import (
+from evalstream.assertions.evaluation.assembly import CloseRules
+from evalstream.assertions.suite_format.suites import parse_suite
+from evalstream.connectors.codecs.otlp_genai import otlp_signals
+from evalstream.connectors.otel_export.evaluation_events import (
     EVENT_NAME,
     derived_span,
     episode_events,
@@ -21,13 +21,13 @@ from connectors.otel_export.evaluation_events import (
     score_events,
     verdict_event,
 )
-from connectors.otel_export.otlp_export import (
+from evalstream.connectors.otel_export.otlp_export import (
     OtlpExportError,
     parse_pairs,
     resolve_settings,
     signal_url,
 )
-from stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
+from evalstream.stream.pipeline import EPISODES, VERDICTS, Envelope, MemorySink, Pipeline
 
 JSON = Any
 TRACE = "5b8efff798038103d269b633813fc60c"
@@ -306,7 +306,7 @@ def test_the_wire_encoding_decodes_with_opentelemetry_proto() -> None:
         ExportTraceServiceRequest,
     )
 
-    from connectors.otel_export.otlp_encode import encode_logs, encode_spans  # noqa: PLC0415
+    from evalstream.connectors.otel_export.otlp_encode import encode_logs, encode_spans  # noqa: PLC0415
 
     long_message = "é" * 300 + "\udc80"  # over 127 bytes, non-ASCII, a lone surrogate
     event = verdict_event(verdict(verdict="error", message=f"KeyError: {long_message}"), NOW_NS)

@@ -12,18 +12,18 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
-from assertions.suite_format.suites import Suite, parse_suite
-from assertions.suite_format.yaml_positions import load_yaml
-from assertions.wire.signals import Signal
-from stream.pipeline import MemorySink, Pipeline
-from stream.telemetry.exemplars import (
+from evalstream.assertions.suite_format.suites import Suite, parse_suite
+from evalstream.assertions.suite_format.yaml_positions import load_yaml
+from evalstream.assertions.wire.signals import Signal
+from evalstream.stream.pipeline import MemorySink, Pipeline
+from evalstream.stream.telemetry.exemplars import (
     MAX_LABEL_CHARS,
     episode_exemplar,
     episode_trace_id,
     exemplar_episode_id,
 )
-from stream.telemetry.fast_metrics import LabelledCounter, LabelledHistogram
-from stream.telemetry.metrics import PipelineMetrics
+from evalstream.stream.telemetry.fast_metrics import LabelledCounter, LabelledHistogram
+from evalstream.stream.telemetry.metrics import PipelineMetrics
 from tests.pipeline.test_episode_errors import POISONS, mixed, run_pipeline
 
 SUITE = """name: tiny

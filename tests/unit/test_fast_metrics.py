@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from stream.telemetry.fast_metrics import LabelledCounter, LabelledHistogram
+from evalstream.stream.telemetry.fast_metrics import LabelledCounter, LabelledHistogram
 
 VALUES = [-60.0, -50.0, -0.5, 0.0, 0.01, 0.05, 0.3, 1.0, 7.5, 250.0, 1e9]
 

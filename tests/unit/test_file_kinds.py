@@ -1,4 +1,4 @@
-"""Telling a file's kind from its first record (`assertions.file_kinds`)."""
+"""Telling a file's kind from its first record (`evalstream.assertions.file_kinds`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assertions.file_kinds import FileKind, other_kind_message, sniff
+from evalstream.assertions.file_kinds import FileKind, other_kind_message, sniff
 from tests.scoring.episodes import make_episode
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from stream.kafka_worker.gc_schedule import full_collection, schedule_full_collections
+from evalstream.stream.kafka_worker.gc_schedule import full_collection, schedule_full_collections
 
 
 class Node:

@@ -14,9 +14,14 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.testing import SignalFactory, evaluate_agreeing, run_assertions, run_reference
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.testing import (
+    SignalFactory,
+    evaluate_agreeing,
+    run_assertions,
+    run_reference,
+)
+from evalstream.assertions.wire.signals import Signal
 
 JSON = Any
 Spec = dict[str, JSON]

@@ -11,13 +11,18 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.evaluation.reference_facts import SyncJudge
-from assertions.evaluation.verdicts import Outcome
-from assertions.judge.protocol import JudgeRequest, JudgeVerdict
-from assertions.kinds.judge import DEFAULT_JUDGE_MODEL
-from assertions.testing import SignalFactory, evaluate_agreeing, run_assertions, run_reference
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.evaluation.reference_facts import SyncJudge
+from evalstream.assertions.evaluation.verdicts import Outcome
+from evalstream.assertions.judge.protocol import JudgeRequest, JudgeVerdict
+from evalstream.assertions.kinds.judge import DEFAULT_JUDGE_MODEL
+from evalstream.assertions.testing import (
+    SignalFactory,
+    evaluate_agreeing,
+    run_assertions,
+    run_reference,
+)
+from evalstream.assertions.wire.signals import Signal
 
 JSON = Any
 SPEC: dict[str, JSON] = {

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.testing import SignalFactory, evaluate_agreeing
-from assertions.wire.pricing import ModelPrice, PricingTable
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.testing import SignalFactory, evaluate_agreeing
+from evalstream.assertions.wire.pricing import ModelPrice, PricingTable
+from evalstream.assertions.wire.signals import Signal
 
 JSON = Any
 Build = Callable[[SignalFactory], list[Signal]]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.testing import SignalFactory, evaluate_agreeing
-from assertions.wire.signals import Signal
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.testing import SignalFactory, evaluate_agreeing
+from evalstream.assertions.wire.signals import Signal
 
 JSON = Any
 Step = str | tuple[str, JSON]

@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.registry import AssertionParseError, builtin_types, parse_assertion
+from evalstream.assertions.evaluation.registry import (
+    AssertionParseError,
+    builtin_types,
+    parse_assertion,
+)
 
 JSON = Any
 

@@ -1,6 +1,6 @@
 """Packages that re-export their modules' names import each one on first use
-(assertions/lazy_exports.py): the name resolves to its module's object, is kept once imported,
-is listed by dir(), and an unknown name is an AttributeError naming the package."""
+(evalstream/assertions/lazy_exports.py): the name resolves to its module's object, is kept once
+imported, is listed by dir(), and an unknown name is an AttributeError naming the package."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-import assertions
-import assertions.evalruns
-from assertions.lazy_exports import lazy_exports
+import evalstream.assertions.evalruns
+from evalstream import assertions
+from evalstream.assertions.lazy_exports import lazy_exports
 
 
 def test_a_name_is_imported_from_its_home_and_kept() -> None:
@@ -29,7 +29,7 @@ def test_an_unknown_name_is_an_attribute_error_naming_the_package() -> None:
         attribute("nope")
 
 
-@pytest.mark.parametrize("package", [assertions, assertions.evalruns])
+@pytest.mark.parametrize("package", [assertions, evalstream.assertions.evalruns])
 def test_every_public_name_of_the_packages_resolves(package: Any) -> None:
     for name in package.__all__:
         assert getattr(package, name) is vars(package)[name]

@@ -7,10 +7,10 @@ import asyncio
 import orjson
 import pytest
 
-from assertions.errors import SignalDecodeError
-from assertions.suite_format.suites import parse_suite
-from connectors.codecs.llm_calls import llm_call_signals
-from stream.pipeline import EPISODES, Envelope, MemorySink, Pipeline
+from evalstream.assertions.errors import SignalDecodeError
+from evalstream.assertions.suite_format.suites import parse_suite
+from evalstream.connectors.codecs.llm_calls import llm_call_signals
+from evalstream.stream.pipeline import EPISODES, Envelope, MemorySink, Pipeline
 
 NATIVE = {
     "id": "call-1",

@@ -7,7 +7,7 @@ import logging
 import pytest
 from aiokafka.errors import GroupAuthorizationFailedError, GroupCoordinatorNotAvailableError
 
-from stream.kafka_worker.log_filters import (
+from evalstream.stream.kafka_worker.log_filters import (
     COORDINATOR_DEAD,
     COORDINATOR_FAILED,
     COORDINATOR_LOGGER,

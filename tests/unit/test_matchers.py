@@ -1,4 +1,5 @@
-"""Value matchers, payload partial matching and state paths (`assertions.evaluation.matchers`)."""
+"""Value matchers, payload partial matching and state paths
+(`evalstream.assertions.evaluation.matchers`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from assertions.evaluation.matchers import (
+from evalstream.assertions.evaluation.matchers import (
     MATCHER_KEYS,
     compile_expected,
     is_value_matcher,

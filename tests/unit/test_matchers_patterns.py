@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from assertions.errors import EvaluationError, RegexTimeoutError
-from assertions.evaluation.bounded_regex import VALID_FLAGS, BoundedRegex, compile_regex
-from assertions.wire.patterns import compile_pattern
+from evalstream.assertions.errors import EvaluationError, RegexTimeoutError
+from evalstream.assertions.evaluation.bounded_regex import VALID_FLAGS, BoundedRegex, compile_regex
+from evalstream.assertions.wire.patterns import compile_pattern
 
 # --- glob patterns ---------------------------------------------------------------------------
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from assertions.errors import SuiteError
-from assertions.evaluation import registry
-from assertions.evaluation.registry import ENTRY_POINT_GROUP, parse_assertion
-from assertions.evaluation.verdicts import Verdict
-from assertions.suite_format.suites import parse_suite
-from assertions.testing import SignalFactory, run_assertions, run_reference
+from evalstream.assertions.errors import SuiteError
+from evalstream.assertions.evaluation import registry
+from evalstream.assertions.evaluation.registry import ENTRY_POINT_GROUP, parse_assertion
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.suite_format.suites import parse_suite
+from evalstream.assertions.testing import SignalFactory, run_assertions, run_reference
 
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "examples" / "plugin"
 

@@ -10,14 +10,14 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.alerting.alert_rules import Severity
-from assertions.alerting.cusum import (
+from evalstream.assertions.alerting.alert_rules import Severity
+from evalstream.assertions.alerting.cusum import (
     bernoulli_threshold,
     normal_delay,
     normal_threshold,
     robust_location_scale,
 )
-from assertions.alerting.regression import (
+from evalstream.assertions.alerting.regression import (
     COST,
     LATENCY_P95,
     PASS_RATE,
@@ -29,8 +29,8 @@ from assertions.alerting.regression import (
     RegressionConfigError,
     RegressionDetector,
 )
-from assertions.scores.baselines import Baseline, BaselineKey
-from assertions.scores.dimensions import ScoringInput, score_episode
+from evalstream.assertions.scores.baselines import Baseline, BaselineKey
+from evalstream.assertions.scores.dimensions import ScoringInput, score_episode
 
 MINUTE = 60_000.0
 WARM = 250  # reference (150) + guard (100): the first tests run after this many episodes

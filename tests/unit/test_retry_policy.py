@@ -10,7 +10,7 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from connectors.retry_policy import (
+from evalstream.connectors.retry_policy import (
     Attempt,
     BackoffPolicy,
     api_should_retry,

@@ -8,14 +8,14 @@ from typing import Any
 import orjson
 import pytest
 
-from assertions.alerting.alert_rules import AlertRules, episode_passes
-from assertions.evaluation.assembly import CloseRules, EpisodeAssembler
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.evaluation.facts import EpisodeMetrics
-from assertions.evaluation.results import EpisodeResult
-from assertions.evaluation.verdicts import Verdict
-from assertions.scores.baselines import Baseline, BaselineKey
-from assertions.scores.dimensions import (
+from evalstream.assertions.alerting.alert_rules import AlertRules, episode_passes
+from evalstream.assertions.evaluation.assembly import CloseRules, EpisodeAssembler
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.evaluation.facts import EpisodeMetrics
+from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.scores.baselines import Baseline, BaselineKey
+from evalstream.assertions.scores.dimensions import (
     DEFAULT_DETECTORS,
     BaselineMismatchError,
     Detector,
@@ -35,8 +35,8 @@ from assertions.scores.dimensions import (
     score_episode,
     tool_match_score,
 )
-from assertions.suite_format.suites import SuiteSet, parse_suite
-from assertions.testing import SignalFactory
+from evalstream.assertions.suite_format.suites import SuiteSet, parse_suite
+from evalstream.assertions.testing import SignalFactory
 
 ATTRS = {"agent_id": "bot", "case_id": "c1"}
 KEY = BaselineKey.of(ATTRS)

@@ -4,13 +4,13 @@ pass including every CRITICAL alert."""
 
 from __future__ import annotations
 
-from assertions.alerting.alert_rules import Severity
-from assertions.evaluation.engine import AssertionOutcome
-from assertions.evaluation.facts import EpisodeMetrics
-from assertions.evaluation.results import EpisodeResult
-from assertions.evaluation.verdicts import Verdict
-from assertions.scores.baselines import Baseline, BaselineKey, FileBaselines
-from assertions.scores.stage import ScoringSettings, ScoringStage
+from evalstream.assertions.alerting.alert_rules import Severity
+from evalstream.assertions.evaluation.engine import AssertionOutcome
+from evalstream.assertions.evaluation.facts import EpisodeMetrics
+from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.scores.baselines import Baseline, BaselineKey, FileBaselines
+from evalstream.assertions.scores.stage import ScoringSettings, ScoringStage
 
 ATTRS = {"agent_id": "bot", "case_id": "c1"}
 

@@ -14,9 +14,9 @@ import orjson
 import pytest
 import yaml
 
-from assertions.scores.safety import DEFAULT_DETECTORS, safety_score
-from assertions.scores.secrets import SECRET_PATTERNS, is_secret_name, name_words
-from connectors.gateway.redaction import REDACTED, Redactor
+from evalstream.assertions.scores.safety import DEFAULT_DETECTORS, safety_score
+from evalstream.assertions.scores.secrets import SECRET_PATTERNS, is_secret_name, name_words
+from evalstream.connectors.gateway.redaction import REDACTED, Redactor
 
 CORPUS: dict[str, Any] = yaml.safe_load(
     (Path(__file__).parent / "data" / "secrets_corpus.yaml").read_text(encoding="utf-8")

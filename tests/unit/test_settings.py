@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from assertions.errors import InputError
-from stream.settings import load_settings
+from evalstream.assertions.errors import InputError
+from evalstream.stream.settings import load_settings
 
 
 def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The limits every signal meets at the edge (assertions/wire/limits.py, docs/signals.md)."""
+"""The limits every signal meets at the edge (evalstream/assertions/wire/limits.py,
+docs/signals.md)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from assertions.errors import SignalDecodeError
-from assertions.wire.limits import MAX_ID_CHARS, MAX_TIMESTAMP_MS
-from assertions.wire.signals import Signal, check_signal, signal_from_obj
-from connectors.codecs.llm_calls import llm_call_signals
+from evalstream.assertions.errors import SignalDecodeError
+from evalstream.assertions.wire.limits import MAX_ID_CHARS, MAX_TIMESTAMP_MS
+from evalstream.assertions.wire.signals import Signal, check_signal, signal_from_obj
+from evalstream.connectors.codecs.llm_calls import llm_call_signals
 
 OK: dict[str, Any] = {"id": "s1", "episode_id": "e1", "name": "tool:call", "timestamp": 1000}
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assertions.statistics import (
+from evalstream.assertions.statistics import (
     StatisticsInputError,
     bootstrap_order_statistic_weights,
     bootstrap_quantile_diff_ci,

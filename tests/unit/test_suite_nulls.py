@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from assertions.errors import SuiteError, SuiteWarning
-from assertions.suite_format.suites import load_suite, parse_suite
-from assertions.suite_format.yaml_positions import load_yaml
+from evalstream.assertions.errors import SuiteError, SuiteWarning
+from evalstream.assertions.suite_format.suites import load_suite, parse_suite
+from evalstream.assertions.suite_format.yaml_positions import load_yaml
 
 DEBUGGING = """\
 name: Debugging Agent Eval

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler
-from assertions.evaluation.results import EpisodeResult
-from assertions.evaluation.verdicts import Verdict
-from assertions.suite_format.suites import Suite, SuiteSet, parse_suite
-from assertions.testing import SignalFactory
+from evalstream.assertions.evaluation.assembly import CloseReason, CloseRules, EpisodeAssembler
+from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.evaluation.verdicts import Verdict
+from evalstream.assertions.suite_format.suites import Suite, SuiteSet, parse_suite
+from evalstream.assertions.testing import SignalFactory
 
 JSON = Any
 

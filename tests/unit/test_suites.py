@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from assertions.errors import SuiteError
-from assertions.suite_format.schema import suite_json_schema
-from assertions.suite_format.suites import load_suite
-from assertions.suite_format.yaml_positions import load_yaml
+from evalstream.assertions.errors import SuiteError
+from evalstream.assertions.suite_format.schema import suite_json_schema
+from evalstream.assertions.suite_format.suites import load_suite
+from evalstream.assertions.suite_format.yaml_positions import load_yaml
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

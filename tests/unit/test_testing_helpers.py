@@ -7,13 +7,13 @@ from typing import Any, Literal
 
 import pytest
 
-from assertions.evaluation import registry
-from assertions.evaluation.facts import EpisodeFacts
-from assertions.evaluation.reference_facts import ReferenceEpisode
-from assertions.evaluation.spec_base import AssertionSpec
-from assertions.evaluation.verdicts import Outcome, Verdict
-from assertions.kinds.base import AssertionType, Interest, Leaf, leaf_builder
-from assertions.testing import SignalFactory, evaluate_agreeing
+from evalstream.assertions.evaluation import registry
+from evalstream.assertions.evaluation.facts import EpisodeFacts
+from evalstream.assertions.evaluation.reference_facts import ReferenceEpisode
+from evalstream.assertions.evaluation.spec_base import AssertionSpec
+from evalstream.assertions.evaluation.verdicts import Outcome, Verdict
+from evalstream.assertions.kinds.base import AssertionType, Interest, Leaf, leaf_builder
+from evalstream.assertions.testing import SignalFactory, evaluate_agreeing
 
 
 class Inconsistent(AssertionSpec):

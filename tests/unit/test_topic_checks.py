@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stream.kafka_worker.topic_checks import RetentionTooShortError, check_signals_topic
+from evalstream.stream.kafka_worker.topic_checks import RetentionTooShortError, check_signals_topic
 
 SIX_HOURS = 6 * 3_600_000.0
 GOOD = {

@@ -1,1 +1,0 @@
-"""The skill-eval skill-eval file schemas (see `assertions.skill_evals.models`)."""

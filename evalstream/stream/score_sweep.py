@@ -1,0 +1,522 @@
+"""The episode-store workflow's workflow: score episode-store episodes against a baseline, and the
+nightly sweep.
+
+`score_episodes(settings, now=...)` reads episodes (from a store or files), turns each into
+signals, evaluates the suites on them, scores them against the chosen baseline, applies the
+per-episode alert rules and the windowed detector, and returns a `ScoreRun`.
+`run_nightly(settings, now=...)` does that for a time window (`since: 24h`) and writes the
+JSON and Markdown reports into a directory; it is a plain coroutine, callable from a cron
+job (`evalstream nightly`) or a faust crontab.
+
+Baselines (exactly one mode):
+- `rolling` (the default): a production baseline per key (`agent_id` + `case_id`), the
+  medians of the last `rolling_window` episodes scored before this one (at least
+  `rolling_min_episodes`); with `baseline_state` it is loaded from and saved to a JSON file,
+  so consecutive nightly runs continue it. Re-runs are idempotent: the file also keeps the
+  state the run started from and the ids it scored, and a run whose episodes include every
+  one of those (the same window again, or a wider one) starts from that earlier state, so it
+  gives the same scores and exit code; episodes of the window that are already in the state
+  otherwise leave it before scoring (they are observed again, in order, never twice).
+- `file`: fixed baselines from `baseline_file` (`FileBaselines` JSON). An episode whose agent
+  has no baseline in the file is rejected (a baseline of another agent is an error); one
+  whose case has none is scored without a baseline and says so.
+- `run`: the episodes tagged `metadata.run_id == baseline_run` (read from the same source)
+  are the baseline; they are not scored themselves.
+- `none`: no baseline; cost, latency and tool match are unscored (never compared with the
+  episode itself).
+
+The filters (agent id, model, status, since, until, limit) go to the store, or apply to
+episodes from files as the store would apply them (`EpisodeQuery.matches`); from files,
+`limit` applies only when given. Episodes still `running` are skipped (listed in the run).
+Bad episodes are rejected one by one with the codec's message; the rest are still scored.
+A file whose first record is not an episode and that looks like another kind of file
+(signals, a suite, a saved run...) stops the run with one error naming the command that reads
+it (`evalstream.assertions.file_kinds`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evalstream.assertions.alerting.alert_rules import AlertRules
+from evalstream.assertions.alerting.regression import RegressionConfig, RegressionDetector
+from evalstream.assertions.errors import InputError
+from evalstream.assertions.file_kinds import FileKind
+from evalstream.assertions.reports.score_report import render_json, render_markdown
+from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
+from evalstream.assertions.scores.dimensions import (
+    BaselineMismatchError,
+    ScoringConfig,
+    ScoringInput,
+)
+from evalstream.assertions.scores.run import Scorer, ScoreRun, ScoreRunError
+from evalstream.assertions.suite_format.suites import Suite, SuiteSet, load_suite
+from evalstream.assertions.wire.pricing import default_pricing, load_pricing
+from evalstream.assertions.wire.signals import Signal
+from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
+from evalstream.connectors.episode_store import (
+    MAX_PAGE,
+    EpisodeQuery,
+    EpisodeStoreClient,
+    PageProgress,
+)
+from evalstream.connectors.files.episode_files import FileItem, FileProblem, read_episode_file
+from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
+from evalstream.stream.judge import judge_from
+from evalstream.stream.offline import resolve_judgements
+
+JSON = Any
+BaselineMode = Literal["rolling", "file", "run", "none"]
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+BASELINE_RUN_LIMIT = 5000  # episodes read to find a baseline run's episodes in a store
+
+
+class SweepError(InputError):
+    """Sweep settings that do not work together (named with the fix)."""
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """`24h`, `90m`, `7d`, `2w`, `30s` before `now`, or an ISO 8601 time."""
+    match = _DURATION.match(text)
+    if match:
+        return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise SweepError(
+            f"--since {text!r} is neither a duration (24h, 90m, 7d) nor an ISO 8601 time"
+        ) from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class ScoreSettings(BaseModel):
+    """What to score and against what; loadable from YAML (`evalstream nightly --config`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    store_url: str | None = Field(None, description="Episode store, e.g. http://localhost:8100.")
+    files: list[str] = Field(default_factory=list, description="Episode files (JSON/NDJSON).")
+    agent_id: str | None = None
+    model: str | None = None
+    status: str | None = None
+    since: str | None = Field(None, description="A duration before now (24h) or ISO time.")
+    until: str | None = None
+    limit: int | None = Field(50, ge=1, description="At most this many episodes (None: all).")
+    timeout_s: float = Field(10.0, gt=0)
+    progress: bool = Field(False, description="A progress line on stderr while reading a store.")
+    suites: list[str] = Field(default_factory=list)
+    pricing: str | None = None
+    judge: str | None = Field(
+        None,
+        description="module:factory returning the Judge of llm.judge (default: the Anthropic "
+        "judge when ANTHROPIC_API_KEY is set).",
+    )
+    baseline: BaselineMode = "rolling"
+    baseline_file: str | None = None
+    baseline_run: str | None = None
+    baseline_state: str | None = None
+    rolling_window: int = Field(20, ge=1)
+    rolling_min_episodes: int = Field(5, ge=1)
+    scoring: dict[str, JSON] = Field(default_factory=dict, description="Weights and safety.")
+    alert_rules: dict[str, JSON] = Field(default_factory=dict)
+    windowed: bool = True
+    regression: dict[str, JSON] = Field(default_factory=dict)
+    unknown_steps: Literal["error", "keep"] = "error"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScoreSettings:
+        if (self.store_url is None) == (not self.files):
+            raise ValueError("give either a store URL (--store-url) or episode files, not both")
+        if self.baseline == "file" and not self.baseline_file:
+            raise ValueError("baseline `file` needs --baseline FILE")
+        if self.baseline == "run" and not self.baseline_run:
+            raise ValueError("baseline `run` needs --baseline-run RUN_ID")
+        if self.baseline_state and self.baseline != "rolling":
+            raise ValueError("--baseline-state keeps a rolling baseline; it needs baseline rolling")
+        if self.rolling_min_episodes > self.rolling_window:
+            raise ValueError("rolling_min_episodes must be <= rolling_window")
+        return self
+
+    @classmethod
+    def build(cls, values: Mapping[str, JSON]) -> ScoreSettings:
+        try:
+            return cls.model_validate(dict(values))
+        except ValidationError as exc:
+            raise SweepError(_problems(exc)) from exc
+
+
+class NightlySettings(ScoreSettings):
+    """A nightly sweep: the last `since` of the store, reports into `out_dir`."""
+
+    out_dir: str = "reports"
+    since: str | None = "24h"
+    limit: int | None = Field(None, ge=1)
+    fail_on: Literal["critical", "failed", "never"] = "critical"
+
+    @classmethod
+    def load(cls, path: str | None, overrides: Mapping[str, JSON]) -> NightlySettings:
+        """Settings from a YAML file, overridden by the given (non-None) values."""
+        values: dict[str, JSON] = {}
+        if path is not None:
+            try:
+                loaded = yaml.safe_load(Path(path).read_text("utf-8")) or {}
+            except (OSError, yaml.YAMLError) as exc:
+                raise SweepError(f"{path}: cannot read the nightly settings: {exc}") from exc
+            if not isinstance(loaded, dict):
+                raise SweepError(f"{path}: nightly settings must be a mapping")
+            values.update(loaded)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            where = f"{path}: " if path else ""
+            raise SweepError(where + _problems(exc)) from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+        for err in exc.errors()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    where: str
+    signals: list[Signal]
+
+    @property
+    def start(self) -> float:
+        return self.signals[0].ts
+
+
+async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[str, JSON]]:
+    from_files = settings.store_url is None
+    # Files: every episode unless --limit was given; a store: its page limit (default 50).
+    limit = None if from_files and "limit" not in settings.model_fields_set else settings.limit
+    query = EpisodeQuery(
+        agent_id=settings.agent_id,
+        model=settings.model,
+        status=settings.status,
+        since=None if settings.since is None else parse_since(settings.since, now),
+        until=None if settings.until is None else parse_since(settings.until, now),
+        limit=limit,
+    )
+    # The baseline run may lie outside the scored window: only agent and model select it.
+    base_query = EpisodeQuery(
+        agent_id=settings.agent_id, model=settings.model, limit=BASELINE_RUN_LIMIT
+    )
+    if from_files:
+        taken = 0
+        for item in _episode_file_items(settings.files):
+            if isinstance(item, FileProblem):
+                yield item.where, item.error
+            elif _in_run(item.episode, settings) and base_query.matches(item.episode):
+                yield item.where, item.episode
+            elif query.matches(item.episode) and (limit is None or taken < limit):
+                taken += 1
+                yield item.where, item.episode
+        return
+    assert settings.store_url is not None
+    on_page = _ProgressLine() if settings.progress else None
+    async with EpisodeStoreClient(settings.store_url, timeout_s=settings.timeout_s) as store:
+        async for episode in store.iter_episodes(query, page_size=MAX_PAGE, on_page=on_page):
+            yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
+        if on_page is not None:
+            on_page.done()
+        if settings.baseline == "run":
+            async for episode in store.iter_episodes(base_query, page_size=MAX_PAGE):
+                if _in_run(episode, settings):
+                    yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
+
+
+class _ProgressLine:
+    """`store: 12500 episodes read, 25 pages` on stderr after each page, rewritten in place
+    on a terminal, one line a page otherwise; a retried page gets a line of its own."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last: PageProgress | None = None
+
+    def __call__(self, progress: PageProgress) -> None:
+        self.last = progress
+        pages = f"{progress.pages} page" + ("" if progress.pages == 1 else "s")
+        line = f"store: {progress.episodes} episodes read, {pages}"
+        if progress.retries:
+            line += f", {progress.retries} retried"
+        if progress.retrying is not None:
+            line = f"store: retrying the page at offset {progress.offset}: {progress.retrying}"
+            sys.stderr.write(("\n" if self.tty else "") + line + "\n")
+        else:
+            sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty and self.last is not None:
+            sys.stderr.write("\n")
+
+
+def _episode_file_items(paths: list[str]) -> Iterator[FileItem | FileProblem]:
+    """The files' items; a file whose first item is not an episode (no `steps` list) and
+    that looks like another kind of file (signals, a suite...) is a WrongFileKindError that
+    names the command reading it, instead of one rejected episode per record."""
+    for path in paths:
+        items = read_episode_file(path)
+        first = next(items, None)
+        if first is None:
+            continue
+        if isinstance(first, FileProblem) or not (
+            isinstance(first.episode, Mapping) and isinstance(first.episode.get("steps"), list)
+        ):
+            raise_if_other_kind(path, FileKind.STORE_EPISODES)
+        yield first
+        yield from items
+
+
+def _in_run(episode: JSON, settings: ScoreSettings) -> bool:
+    """Whether an episode belongs to the explicit baseline run (`metadata.run_id`)."""
+    if settings.baseline != "run" or not isinstance(episode, Mapping):
+        return False
+    metadata = episode.get("metadata")
+    return isinstance(metadata, Mapping) and metadata.get("run_id") == settings.baseline_run
+
+
+def _id_of(episode: JSON) -> str:
+    return str(episode.get("episode_id")) if isinstance(episode, Mapping) else "?"
+
+
+def _baseline_store(settings: ScoreSettings) -> tuple[BaselineStore | None, dict[str, JSON]]:
+    mode = settings.baseline
+    if mode == "none":
+        return None, {"mode": "none", "detail": "cost, latency and tool match not scored"}
+    if mode == "file":
+        assert settings.baseline_file is not None
+        store = FileBaselines.load(settings.baseline_file)
+        return store, {"mode": "file", "detail": settings.baseline_file, "keys": len(store)}
+    if mode == "run":
+        return None, {"mode": "run", "detail": f"run_id={settings.baseline_run}"}
+    state = settings.baseline_state
+    rolling = RollingBaselines(settings.rolling_window, min_episodes=settings.rolling_min_episodes)
+    if state and Path(state).exists():
+        rolling = RollingBaselines.from_json(_read_state(state).current)
+    detail = (
+        f"last {rolling.window} episodes per agent_id + case_id, at least {rolling.min_episodes}"
+    )
+    info: dict[str, JSON] = {"mode": "rolling", "detail": detail}
+    if state:
+        info["state"] = state
+    return rolling, info
+
+
+def _suite(path: str) -> Suite:
+    with expecting(path, FileKind.SUITE):
+        return load_suite(path)
+
+
+async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
+    """Score as the settings say (see the module docstring); raises InputError subclasses
+    for settings and store problems, records bad episodes in the run."""
+    pricing = load_pricing(Path(settings.pricing)) if settings.pricing else default_pricing()
+    suites = [_suite(path) for path in settings.suites]
+    judge = judge_from(settings.judge, pricing=pricing) if suites else None
+    baselines, baseline_info = _baseline_store(settings)
+    detector = (
+        RegressionDetector(RegressionConfig.load(settings.regression))
+        if settings.windowed
+        else None
+    )
+    scorer = Scorer(
+        SuiteSet(suites),
+        baselines=baselines,
+        config=ScoringConfig.from_mapping(settings.scoring),
+        rules=AlertRules.load(settings.alert_rules),
+        detector=detector,
+        pricing=pricing,
+        require_agent_baseline=settings.baseline == "file",
+    )
+
+    decoded: dict[str, _Decoded] = {}
+    async for where, obj in _items(settings, now):
+        if isinstance(obj, InputError):
+            scorer.reject(where, "invalid_json", str(obj))
+            continue
+        label = (
+            f"episode store {settings.store_url}: episode"
+            if settings.store_url is not None
+            else f"{where}: episode"
+        )
+        try:
+            signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
+        except StoreEpisodeError as exc:
+            scorer.reject(where, exc.reason, str(exc))
+            continue
+        episode_id = signals[0].episode_id
+        if obj.get("status") == "running":
+            scorer.skip(episode_id, "still running")
+        elif episode_id not in decoded:  # a baseline-run episode may be listed twice
+            decoded[episode_id] = _Decoded(where, signals)
+    ordered = sorted(decoded.values(), key=lambda d: (d.start, d.signals[0].episode_id))
+
+    if settings.baseline == "run":
+        ordered = _use_baseline_run(scorer, ordered, settings)
+    window_ids = [d.signals[0].episode_id for d in ordered]
+    if isinstance(baselines, RollingBaselines) and settings.baseline_state:
+        baselines = scorer.baselines = _starting_state(
+            settings.baseline_state, baselines, window_ids
+        )
+    started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
+    for item in ordered:
+        closed = scorer.evaluate(item.signals)
+        await resolve_judgements([closed], judge)
+        try:
+            scorer.score(closed)
+        except BaselineMismatchError as exc:
+            scorer.reject(item.where, "baseline_mismatch", str(exc))
+    if isinstance(baselines, RollingBaselines) and settings.baseline_state:
+        saved = BaselineState(baselines.to_json(), started_from, frozenset(window_ids))
+        Path(settings.baseline_state).write_bytes(
+            orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2)
+        )
+    source: dict[str, JSON]
+    if settings.store_url is not None:
+        source = {
+            "store": settings.store_url,
+            "filters": {
+                "agent_id": settings.agent_id,
+                "model": settings.model,
+                "status": settings.status,
+                "since": settings.since,
+                "until": settings.until,
+                "limit": settings.limit,
+            },
+        }
+    else:
+        source = {"files": list(settings.files)}
+    created = now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return scorer.run(created_at=created, source=source, baseline=baseline_info)
+
+
+STATE_KIND = "rolling-baseline-state"
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineState:
+    """The `--baseline-state` file: the rolling baselines after a run (`current`), the state
+    that run started from (`started_from`) and the episode ids it scored. A file holding only
+    the rolling baselines' JSON (an older file) is read as `current` alone."""
+
+    current: JSON
+    started_from: JSON | None = None
+    scored: frozenset[str] = frozenset()
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "kind": STATE_KIND,
+            "version": 1,
+            "current": self.current,
+            "started_from": self.started_from,
+            "scored": sorted(self.scored),
+        }
+
+
+def _read_state(path: str) -> BaselineState:
+    try:
+        obj = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise SweepError(f"{path}: cannot read the rolling baseline state: {exc}") from exc
+    if not isinstance(obj, Mapping) or obj.get("kind") != STATE_KIND:
+        return BaselineState(obj)
+    scored = obj.get("scored", [])
+    if not isinstance(scored, list) or not all(isinstance(i, str) for i in scored):
+        raise SweepError(f"{path}: `scored` must be a list of episode ids")
+    return BaselineState(obj.get("current"), obj.get("started_from"), frozenset(scored))
+
+
+def _starting_state(path: str, loaded: RollingBaselines, window_ids: list[str]) -> RollingBaselines:
+    """The rolling baselines a run over `window_ids` starts from (see the module docstring)."""
+    if not Path(path).exists():
+        return loaded
+    state = _read_state(path)
+    ids = set(window_ids)
+    if state.scored and state.started_from is not None and state.scored <= ids:
+        return RollingBaselines.from_json(state.started_from)  # a re-run of that window
+    current = loaded.to_json()
+    for key in current["keys"]:
+        key["entries"] = [e for e in key["entries"] if e["episode_id"] not in ids]
+    return RollingBaselines.from_json(current)
+
+
+def _use_baseline_run(
+    scorer: Scorer, ordered: list[_Decoded], settings: ScoreSettings
+) -> list[_Decoded]:
+    """Split off the baseline run's episodes and make them the scorer's fixed baselines."""
+    run_id = settings.baseline_run
+
+    def in_run(item: _Decoded) -> bool:
+        attrs = item.signals[0].attrs or {}
+        return attrs.get("run_id") == run_id
+
+    base = [d for d in ordered if in_run(d)]
+    if not base:
+        raise ScoreRunError(
+            f"no episode of baseline run {run_id!r} found (episodes name their run in "
+            "`metadata.run_id`); check --baseline-run, or use --baseline FILE"
+        )
+    inputs = []
+    for item in base:
+        closed = scorer.evaluate(item.signals)
+        inputs.append(
+            ScoringInput.from_result(closed.report(), closed.evaluation.facts.tool_names())
+        )
+    scorer.baselines = FileBaselines.from_results(inputs, source=f"run:{run_id}")
+    scorer.require_agent_baseline = True
+    scorer.set_baseline_agents()
+    return [d for d in ordered if not in_run(d)]
+
+
+@dataclass(frozen=True, slots=True)
+class NightlyResult:
+    run: ScoreRun
+    json_path: Path
+    markdown_path: Path
+    exit_code: int
+
+
+async def run_nightly(settings: NightlySettings, *, now: datetime) -> NightlyResult:
+    """One sweep: score the window, write `score-<time>.json` and `.md` into `out_dir`.
+
+    `exit_code`: 2 when episodes were rejected; 1 on `fail_on` (default: a CRITICAL
+    per-episode alert or a CRITICAL windowed regression); else 0.
+    """
+    run = await score_episodes(settings, now=now)
+    out = Path(settings.out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(f"cannot create the report directory {out}: {exc.strerror}") from exc
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    obj = run.to_json()
+    json_path = out / f"score-{stamp}.json"
+    markdown_path = out / f"score-{stamp}.md"
+    json_path.write_text(render_json(obj), encoding="utf-8")
+    markdown_path.write_text(render_markdown(obj), encoding="utf-8")
+    if run.rejected:
+        code = 2
+    elif settings.fail_on == "critical":
+        code = 1 if run.critical else 0
+    elif settings.fail_on == "failed":
+        code = run.exit_code()
+    else:
+        code = 0
+    return NightlyResult(run, json_path, markdown_path, code)
