@@ -112,42 +112,9 @@ class Signal:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
-_SECONDS_CACHE: dict[str, int] = {}  # "YYYY-MM-DDTHH:MM:SS" -> epoch microseconds
-_MILLIS_TAIL = {f".{ms:03d}Z": ms * 1000 for ms in range(1000)}  # -> microseconds
-
-
-def _seconds_us(prefix: str) -> int:
-    base = _SECONDS_CACHE.get(prefix)
-    if base is None:
-        base = (datetime.fromisoformat(prefix).replace(tzinfo=UTC) - _EPOCH) // _MICROSECOND
-        if len(_SECONDS_CACHE) >= 65_536:
-            _SECONDS_CACHE.clear()
-        _SECONDS_CACHE[prefix] = base
-    return base
 
 
 def _rfc3339_ms(value: str) -> float:
-    # Fast paths for `...THH:MM:SS.mmmZ` and `...THH:MM:SS[.fraction]Z`: the seconds prefix
-    # repeats across signals, so it is parsed once; the rest is integer arithmetic, so the
-    # result equals the general path to the bit.
-    n = len(value)
-    if n == 24 and value[10] == "T":
-        micros = _MILLIS_TAIL.get(value[19:])  # ".mmmZ" with ASCII digits
-        if micros is not None:
-            prefix = value[:19]
-            base = _SECONDS_CACHE.get(prefix)
-            if base is None:
-                base = _seconds_us(prefix)
-            return (base + micros) / 1000.0
-        if value[23] == "Z" and value[19] == ".":
-            millis = value[20:23]
-            if millis.isdigit():  # other Unicode digits
-                return (_seconds_us(value[:19]) + int(millis) * 1000) / 1000.0
-    if n >= 20 and value[-1] == "Z" and value[10] == "T":
-        fraction = value[19:-1]
-        if not fraction or (len(fraction) > 1 and fraction[0] == "." and fraction[1:].isdigit()):
-            micros = int((fraction[1:] + "000000")[:6]) if fraction else 0
-            return (_seconds_us(value[:19]) + micros) / 1000.0
     parsed = datetime.fromisoformat(value)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
