@@ -288,16 +288,7 @@ class Pipeline:
 
     def decode_signal(self, env: Envelope) -> Signal:
         """One message of a signals topic (not an LLM-call topic) -> its signal."""
-        value = env.value
-        raw_key = env.key
-        if raw_key is None or len(value) > self.max_message_bytes:
-            key, obj = self._key_and_object(env)
-        else:  # the usual case, inlined; a failure is diagnosed by _key_and_object
-            try:
-                key = raw_key.decode("utf-8")
-                obj = orjson.loads(value)
-            except (UnicodeDecodeError, orjson.JSONDecodeError):
-                key, obj = self._key_and_object(env)
+        key, obj = self._key_and_object(env)
         sig = signal_from_obj(obj, episode_id=key)
         if key is not None and sig.episode_id != key:
             raise _key_mismatch(key, sig.episode_id)
