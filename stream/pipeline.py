@@ -67,28 +67,16 @@ class Sink(Protocol):
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None: ...
 
 
+@dataclasses.dataclass(slots=True)
 class Envelope:
-    """One raw input message and where it came from (for dead letters and offsets).
+    """One raw input message and where it came from (for dead letters and offsets)."""
 
-    A plain slotted class: made per message."""
-
-    __slots__ = ("key", "offset", "partition", "timestamp_ms", "topic", "value")
-
-    def __init__(  # noqa: PLR0917 - positional on the hot path, as the worker builds them
-        self,
-        topic: str,
-        value: bytes,
-        key: bytes | None = None,
-        partition: int | None = None,
-        offset: int | None = None,
-        timestamp_ms: int | None = None,
-    ) -> None:
-        self.topic = topic
-        self.value = value
-        self.key = key
-        self.partition = partition
-        self.offset = offset
-        self.timestamp_ms = timestamp_ms
+    topic: str
+    value: bytes
+    key: bytes | None = None
+    partition: int | None = None
+    offset: int | None = None
+    timestamp_ms: int | None = None
 
     def __repr__(self) -> str:
         return (
