@@ -196,9 +196,7 @@ class AlertRules(BaseModel):
             severity, threshold = Severity.CRITICAL, critical
         else:  # only the warning threshold is left to have fired
             severity, threshold = Severity.WARNING, warning
-        return _AlertUnderConstruction().build(
-            scores.episode_id, dim, severity, value, threshold, scores.baseline
-        )
+        return EpisodeAlert(scores.episode_id, dim, severity, value, threshold, scores.baseline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,32 +245,6 @@ class EpisodeAlert:
         }
 
 
-class _AlertUnderConstruction:
-    """EpisodeAlert's exact slot layout without its frozen guard (as
-    `assertions.scores.dimensions._ScoresUnderConstruction` for score records): filled with plain
-    attribute stores, then made an EpisodeAlert by `__class__` assignment."""
-
-    __slots__ = EpisodeAlert.__slots__  # the same names, in the same order
-
-    def build(  # noqa: PLR0917 - the alert's fields, in order
-        self,
-        episode_id: str,
-        dimension: str,
-        severity: Severity,
-        value: float,
-        threshold: float,
-        baseline: str | None,
-    ) -> EpisodeAlert:
-        self.episode_id = episode_id
-        self.dimension = dimension
-        self.severity = severity
-        self.value = value
-        self.threshold = threshold
-        self.baseline = baseline
-        self.__class__ = EpisodeAlert  # type: ignore[assignment]  # same layout, see above
-        return self  # type: ignore[return-value]  # now an EpisodeAlert
-
-
 def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:
     return any(a.severity is Severity.CRITICAL for a in alerts)
 
@@ -280,13 +252,7 @@ def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:
 def episode_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert]) -> bool:
     """Whether an episode passes: no CRITICAL alert, and its assertions did not fail or err
     (`EpisodeResult.passed`; None — no assertion applied — does not fail it)."""
-    if assertions_passed is False:
-        return False
-    # has_critical, inlined: no generator for the usual empty list (once per episode)
-    for alert in alerts:  # noqa: SIM110 - a loop beats all(generator) here
-        if alert.severity is Severity.CRITICAL:
-            return False
-    return True
+    return assertions_passed is not False and not has_critical(alerts)
 
 
 def quality_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert]) -> bool:
@@ -297,7 +263,6 @@ def quality_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert
     too, their noise would count twice and dilute a drop of the pass rate."""
     if assertions_passed is False:
         return False
-    for alert in alerts:  # a loop, as in episode_passes: no generator per episode
-        if alert.severity is Severity.CRITICAL and alert.dimension not in RISE_DIMENSIONS:
-            return False
-    return True
+    return not any(
+        a.severity is Severity.CRITICAL and a.dimension not in RISE_DIMENSIONS for a in alerts
+    )

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from assertions.alerting.alert_rules import AlertRules, EpisodeAlert, Severity
+from assertions.alerting.alert_rules import AlertRules, Severity
 from assertions.scores.baselines import Baseline, BaselineKey
 from assertions.scores.dimensions import (
     DIMENSIONS,
@@ -98,7 +98,7 @@ def test_the_inlined_dimensions_follow_the_reference_functions() -> None:
     assert scores.overall == round(expected, 12)
 
 
-def test_alerts_are_ordinary_frozen_episode_alerts_with_their_messages() -> None:
+def test_alerts_carry_their_dimensions_severities_and_messages() -> None:
     inp = ScoringInput(
         "e1",
         attrs=ATTRS,
@@ -123,14 +123,6 @@ def test_alerts_are_ordinary_frozen_episode_alerts_with_their_messages() -> None
     assert alerts[3].message == "tool_match score 0.400 < 0.5"
     assert alerts[4].message == "safety score 0.500 < 0.8"
     assert alerts[5].message == "overall score 0.390 < 0.5"
-    for alert in alerts:
-        assert type(alert) is EpisodeAlert
-        again = EpisodeAlert(
-            **{f.name: getattr(alert, f.name) for f in dataclasses.fields(EpisodeAlert)}
-        )
-        assert (alert, hash(alert), repr(alert)) == (again, hash(again), repr(again))
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            alert.value = 0.0  # type: ignore[misc]  # the point: it is frozen
 
 
 def test_an_unbounded_rise_and_a_disabled_threshold_keep_their_messages() -> None:
