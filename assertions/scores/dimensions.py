@@ -43,7 +43,6 @@ from assertions.evaluation.verdicts import Verdict
 from assertions.scores.checks import NUMBER, SCORE_DECIMALS, ScoringConfigError, check_types
 from assertions.scores.checks import check_number as _check_number
 from assertions.scores.checks import reject_unknown as _reject_unknown
-from assertions.scores.decimal_round import round_places
 from assertions.scores.safety import (
     DEFAULT_DETECTORS,
     DEFAULT_SEVERITY_PENALTIES,
@@ -240,7 +239,7 @@ def delta_percent(current: float, baseline: float) -> float:
     """
     if baseline == 0.0:
         return math.inf if current > 0.0 else 0.0
-    return round_places((current - baseline) / baseline * 100.0, DELTA_DECIMALS)
+    return round((current - baseline) / baseline * 100.0, DELTA_DECIMALS)
 
 
 def delta_score(delta_pct: float) -> float:
@@ -583,7 +582,7 @@ def score_episode(
                 w_safety * safety.score,
             )
         )
-        overall = min(1.0, round_places(weighted, SCORE_DECIMALS))
+        overall = min(1.0, round(weighted, SCORE_DECIMALS))
     else:
         values = (correctness, cost, tool_match, latency, safety.score)  # in DIMENSIONS order
         available = tuple(
