@@ -121,20 +121,13 @@ class AlertRules(BaseModel):
         default=(math.inf, math.inf, -math.inf, -math.inf, -math.inf, -math.inf)
     )
 
-    # Per dimension: is it a rise, its warning and its critical threshold.
-    _thresholds: dict[str, tuple[bool, float | None, float | None]] = PrivateAttr(
-        default_factory=dict
-    )
-
     def model_post_init(self, context: Any, /) -> None:
         del context
         beyond = []
         for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
             rule: _Rule = getattr(self, dim)
-            rise = dim in RISE_DIMENSIONS
-            self._thresholds[dim] = (rise, rule.warning, rule.critical)
             set_ = [t for t in (rule.warning, rule.critical) if t is not None]
-            if rise:
+            if dim in RISE_DIMENSIONS:
                 beyond.append(min(set_) if set_ else math.inf)
             else:
                 beyond.append(max(set_) if set_ else -math.inf)
@@ -189,13 +182,11 @@ class AlertRules(BaseModel):
         return alerts
 
     def _alert(self, scores: EpisodeScores, dim: str, value: float) -> EpisodeAlert:
-        """The alert of a dimension whose value is beyond its first threshold: CRITICAL if
-        beyond that one too (the strict comparisons of RiseRule/FloorRule.severity)."""
-        rise, warning, critical = self.__pydantic_private__["_thresholds"][dim]  # type: ignore[index]
-        if critical is not None and (value > critical if rise else value < critical):
-            severity, threshold = Severity.CRITICAL, critical
-        else:  # only the warning threshold is left to have fired
-            severity, threshold = Severity.WARNING, warning
+        """The alert of a dimension whose value is beyond its first threshold."""
+        rule: RiseRule | FloorRule = getattr(self, dim)
+        fired = rule.severity(value)
+        assert fired is not None  # beyond the first threshold, by the caller's comparison
+        severity, threshold = fired
         return EpisodeAlert(scores.episode_id, dim, severity, value, threshold, scores.baseline)
 
 
