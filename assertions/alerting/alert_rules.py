@@ -154,11 +154,9 @@ class AlertRules(BaseModel):
     def evaluate(self, scores: EpisodeScores) -> list[EpisodeAlert]:
         """The alerts of one scored episode, at most one per dimension (cost, latency, then
         correctness, tool match, safety, overall)."""
-        # One comparison per dimension decides the common case, no alert; written out, the
-        # six take ~40 % fewer instructions than a loop over a plan. Straight from pydantic's
-        # private storage: `self._fires_beyond` would go through __getattr__.
+        # Written out: a loop over the rules' severity() costs 3-7 % more per scored episode.
         cost_at, latency_at, correctness_at, tool_match_at, safety_at, overall_at = (
-            self.__pydantic_private__["_fires_beyond"]  # type: ignore[index]  # always set
+            self.__pydantic_private__["_fires_beyond"]  # type: ignore[index]  # no __getattr__
         )
         alerts: list[EpisodeAlert] = []
         value = scores.cost_delta_pct
