@@ -408,7 +408,7 @@ MESSY_RULES = CloseRules(grace_ms=1_500.0, inactivity_ms=30_000.0, max_signals=1
 SCORING = {
     "baselines": {"mode": "rolling", "window": 5, "key_attrs": ["agent_id", "variant"]},
     "alerts": {"cost": {"warning": 5, "critical": 15}, "latency": {"warning": 5, "critical": 15}},
-    "regression": {"window": 8, "min_samples": 4, "cooldown_ms": 0, "update_interval_ms": 1},
+    "regression": {"reference": 30, "guard": 1, "cooldown_ms": 0, "update_interval_ms": 1},
 }
 
 

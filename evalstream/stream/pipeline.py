@@ -77,28 +77,16 @@ class Sink(Protocol):
     async def publish(self, stream: str, key: str, record: dict[str, JSON]) -> None: ...
 
 
+@dataclasses.dataclass(slots=True)
 class Envelope:
-    """One raw input message and where it came from (for dead letters and offsets).
+    """One raw input message and where it came from (for dead letters and offsets)."""
 
-    A plain slotted class: made per message."""
-
-    __slots__ = ("key", "offset", "partition", "timestamp_ms", "topic", "value")
-
-    def __init__(  # noqa: PLR0917 - positional on the hot path, as the worker builds them
-        self,
-        topic: str,
-        value: bytes,
-        key: bytes | None = None,
-        partition: int | None = None,
-        offset: int | None = None,
-        timestamp_ms: int | None = None,
-    ) -> None:
-        self.topic = topic
-        self.value = value
-        self.key = key
-        self.partition = partition
-        self.offset = offset
-        self.timestamp_ms = timestamp_ms
+    topic: str
+    value: bytes
+    key: bytes | None = None
+    partition: int | None = None
+    offset: int | None = None
+    timestamp_ms: int | None = None
 
     def __repr__(self) -> str:
         return (
@@ -298,16 +286,7 @@ class Pipeline:
 
     def decode_signal(self, env: Envelope) -> Signal:
         """One message of a signals topic (not an LLM-call topic) -> its signal."""
-        value = env.value
-        raw_key = env.key
-        if raw_key is None or len(value) > self.max_message_bytes:
-            key, obj = self._key_and_object(env)
-        else:  # the usual case, inlined; a failure is diagnosed by _key_and_object
-            try:
-                key = raw_key.decode("utf-8")
-                obj = orjson.loads(value)
-            except (UnicodeDecodeError, orjson.JSONDecodeError):
-                key, obj = self._key_and_object(env)
+        key, obj = self._key_and_object(env)
         sig = signal_from_obj(obj, episode_id=key)
         if key is not None and sig.episode_id != key:
             raise _key_mismatch(key, sig.episode_id)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from evalstream.assertions.evaluation.matchers import is_number
 from evalstream.assertions.evaluation.records import verdict_record
 from evalstream.assertions.evaluation.results import iso_ms
 from evalstream.assertions.evaluation.verdicts import Verdict
-from evalstream.assertions.wire.signals import parse_timestamp
 
 YEAR_2100_MS = 4_102_444_800_000
 
@@ -68,58 +66,6 @@ class MyFloat(float):
 )
 def test_is_number_equals_the_isinstance_rule(value: Any) -> None:
     assert is_number(value) == (isinstance(value, int | float) and not isinstance(value, bool))
-
-
-def rfc3339_ms_before(value: str) -> float:
-    """The timestamp parser as it was before the ".mmmZ" table (its oracle here)."""
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
-
-    def seconds_us(prefix: str) -> int:
-        return (datetime.fromisoformat(prefix).replace(tzinfo=UTC) - epoch) // MICROSECOND
-
-    n = len(value)
-    if n == 24 and value[23] == "Z" and value[19] == "." and value[10] == "T":
-        millis = value[20:23]
-        if millis.isdigit():
-            return (seconds_us(value[:19]) + int(millis) * 1000) / 1000.0
-    if n >= 20 and value[-1] == "Z" and value[10] == "T":
-        fraction = value[19:-1]
-        if not fraction or (len(fraction) > 1 and fraction[0] == "." and fraction[1:].isdigit()):
-            micros = int((fraction[1:] + "000000")[:6]) if fraction else 0
-            return (seconds_us(value[:19]) + micros) / 1000.0
-    parsed = datetime.fromisoformat(value)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return ((parsed - epoch) // MICROSECOND) / 1000.0
-
-
-MICROSECOND = timedelta(microseconds=1)
-
-
-def outcome(parse: Callable[[str], float], value: str) -> tuple[str, Any]:
-    try:
-        return "ok", parse(value)
-    except ValueError as exc:
-        return "error", str(exc)
-
-
-# ASCII digits, a superscript two (isdigit, but not int) and Arabic-Indic digits (both)
-DIGITS = "0123456789\u00b2\u0661\u0662"
-tails = st.one_of(
-    st.integers(0, 999).map(lambda ms: f".{ms:03d}Z"),
-    st.text(alphabet=DIGITS + ".Z+:-", max_size=9),
-    st.tuples(
-        st.sampled_from([".", ",", ""]),
-        st.text(alphabet=DIGITS, min_size=1, max_size=4),
-        st.sampled_from(["Z", "z", ""]),
-    ).map("".join),
-)
-
-
-@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1)), tails)
-def test_timestamp_fast_paths_equal_the_parser_before_them(moment: datetime, tail: str) -> None:
-    value = moment.strftime("%Y-%m-%dT%H:%M:%S") + tail
-    assert outcome(parse_timestamp, value) == outcome(rfc3339_ms_before, value)
 
 
 @given(

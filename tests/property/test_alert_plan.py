@@ -1,4 +1,4 @@
-"""AlertRules.evaluate (inlined for the hot path) decides like the rules' own `severity`."""
+"""AlertRules.evaluate (written out for speed) decides like the rules' own `severity`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""The timestamp fast paths equal the general RFC 3339 parser to the bit."""
+"""Every RFC 3339 spelling of an instant parses to the same epoch milliseconds, to the bit."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,3 +43,8 @@ def test_microsecond_precision_is_kept(moment: datetime) -> None:
 def test_epoch_milliseconds_pass_through() -> None:
     assert parse_timestamp(1_700_000_000_123) == 1_700_000_000_123.0
     assert parse_timestamp(1.5) == 1.5
+
+
+def test_a_fraction_of_non_ascii_digits_is_not_a_timestamp() -> None:
+    with pytest.raises(ValueError, match="Invalid isoformat string"):
+        parse_timestamp("2024-01-01T00:00:00.\u0661\u0662\u0663Z")  # Arabic-Indic digits

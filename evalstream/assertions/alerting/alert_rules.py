@@ -121,20 +121,13 @@ class AlertRules(BaseModel):
         default=(math.inf, math.inf, -math.inf, -math.inf, -math.inf, -math.inf)
     )
 
-    # Per dimension: is it a rise, its warning and its critical threshold.
-    _thresholds: dict[str, tuple[bool, float | None, float | None]] = PrivateAttr(
-        default_factory=dict
-    )
-
     def model_post_init(self, context: Any, /) -> None:
         del context
         beyond = []
         for dim in (*RISE_DIMENSIONS, *FLOOR_DIMENSIONS):
             rule: _Rule = getattr(self, dim)
-            rise = dim in RISE_DIMENSIONS
-            self._thresholds[dim] = (rise, rule.warning, rule.critical)
             set_ = [t for t in (rule.warning, rule.critical) if t is not None]
-            if rise:
+            if dim in RISE_DIMENSIONS:
                 beyond.append(min(set_) if set_ else math.inf)
             else:
                 beyond.append(max(set_) if set_ else -math.inf)
@@ -161,11 +154,9 @@ class AlertRules(BaseModel):
     def evaluate(self, scores: EpisodeScores) -> list[EpisodeAlert]:
         """The alerts of one scored episode, at most one per dimension (cost, latency, then
         correctness, tool match, safety, overall)."""
-        # One comparison per dimension decides the common case, no alert; written out, the
-        # six take ~40 % fewer instructions than a loop over a plan. Straight from pydantic's
-        # private storage: `self._fires_beyond` would go through __getattr__.
+        # Written out: a loop over the rules' severity() costs 3-7 % more per scored episode.
         cost_at, latency_at, correctness_at, tool_match_at, safety_at, overall_at = (
-            self.__pydantic_private__["_fires_beyond"]  # type: ignore[index]  # always set
+            self.__pydantic_private__["_fires_beyond"]  # type: ignore[index]  # no __getattr__
         )
         alerts: list[EpisodeAlert] = []
         value = scores.cost_delta_pct
@@ -189,16 +180,12 @@ class AlertRules(BaseModel):
         return alerts
 
     def _alert(self, scores: EpisodeScores, dim: str, value: float) -> EpisodeAlert:
-        """The alert of a dimension whose value is beyond its first threshold: CRITICAL if
-        beyond that one too (the strict comparisons of RiseRule/FloorRule.severity)."""
-        rise, warning, critical = self.__pydantic_private__["_thresholds"][dim]  # type: ignore[index]
-        if critical is not None and (value > critical if rise else value < critical):
-            severity, threshold = Severity.CRITICAL, critical
-        else:  # only the warning threshold is left to have fired
-            severity, threshold = Severity.WARNING, warning
-        return _AlertUnderConstruction().build(
-            scores.episode_id, dim, severity, value, threshold, scores.baseline
-        )
+        """The alert of a dimension whose value is beyond its first threshold."""
+        rule: RiseRule | FloorRule = getattr(self, dim)
+        fired = rule.severity(value)
+        assert fired is not None  # beyond the first threshold, by the caller's comparison
+        severity, threshold = fired
+        return EpisodeAlert(scores.episode_id, dim, severity, value, threshold, scores.baseline)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,32 +234,6 @@ class EpisodeAlert:
         }
 
 
-class _AlertUnderConstruction:
-    """EpisodeAlert's exact slot layout without its frozen guard (as
-    `evalstream.assertions.scores.dimensions._ScoresUnderConstruction` for score records): filled
-    with plain attribute stores, then made an EpisodeAlert by `__class__` assignment."""
-
-    __slots__ = EpisodeAlert.__slots__  # the same names, in the same order
-
-    def build(  # noqa: PLR0917 - the alert's fields, in order
-        self,
-        episode_id: str,
-        dimension: str,
-        severity: Severity,
-        value: float,
-        threshold: float,
-        baseline: str | None,
-    ) -> EpisodeAlert:
-        self.episode_id = episode_id
-        self.dimension = dimension
-        self.severity = severity
-        self.value = value
-        self.threshold = threshold
-        self.baseline = baseline
-        self.__class__ = EpisodeAlert  # type: ignore[assignment]  # same layout, see above
-        return self  # type: ignore[return-value]  # now an EpisodeAlert
-
-
 def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:
     return any(a.severity is Severity.CRITICAL for a in alerts)
 
@@ -280,13 +241,7 @@ def has_critical(alerts: Iterable[EpisodeAlert]) -> bool:
 def episode_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert]) -> bool:
     """Whether an episode passes: no CRITICAL alert, and its assertions did not fail or err
     (`EpisodeResult.passed`; None — no assertion applied — does not fail it)."""
-    if assertions_passed is False:
-        return False
-    # has_critical, inlined: no generator for the usual empty list (once per episode)
-    for alert in alerts:  # noqa: SIM110 - a loop beats all(generator) here
-        if alert.severity is Severity.CRITICAL:
-            return False
-    return True
+    return assertions_passed is not False and not has_critical(alerts)
 
 
 def quality_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert]) -> bool:
@@ -297,7 +252,6 @@ def quality_passes(assertions_passed: bool | None, alerts: Iterable[EpisodeAlert
     too, their noise would count twice and dilute a drop of the pass rate."""
     if assertions_passed is False:
         return False
-    for alert in alerts:  # a loop, as in episode_passes: no generator per episode
-        if alert.severity is Severity.CRITICAL and alert.dimension not in RISE_DIMENSIONS:
-            return False
-    return True
+    return not any(
+        a.severity is Severity.CRITICAL and a.dimension not in RISE_DIMENSIONS for a in alerts
+    )

@@ -48,7 +48,6 @@ from evalstream.assertions.scores.checks import (
 )
 from evalstream.assertions.scores.checks import check_number as _check_number
 from evalstream.assertions.scores.checks import reject_unknown as _reject_unknown
-from evalstream.assertions.scores.decimal_round import round_places
 from evalstream.assertions.scores.safety import (
     DEFAULT_DETECTORS,
     DEFAULT_SEVERITY_PENALTIES,
@@ -513,7 +512,7 @@ def _default_config() -> ScoringConfig:
     return ScoringConfig()
 
 
-def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot path is inlined
+def score_episode(
     inp: ScoringInput,
     baseline: ScoringBaseline | None,
     config: ScoringConfig | None = None,
@@ -534,30 +533,14 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
             )
         baseline_outcome, baseline_steps = baseline.outcome, baseline.step_count
 
-    if not inp.verdicts and baseline_outcome is not None:
-        # correctness_score without assertions (the episode-store workflow's rule), inlined for the
-        # hot path.
-        outcome = inp.outcome
-        if outcome == baseline_outcome:
-            base = 1.0
-        elif outcome == "success":
-            base = SUCCESS_OVER_FAILURE
-        else:
-            base = 0.0
-        steps = inp.step_count
-        correctness: float | None = base
-        if baseline_steps is not None and steps > 0 and baseline_steps > 0:
-            ratio = steps / baseline_steps if steps <= baseline_steps else baseline_steps / steps
-            correctness = base * (1.0 - STEP_RATIO_SHARE) + STEP_RATIO_SHARE * ratio
-    else:
-        correctness = correctness_score(
-            inp.verdicts,
-            weights=inp.assertion_weights,
-            outcome=inp.outcome,
-            baseline_outcome=baseline_outcome,
-            step_count=inp.step_count,
-            baseline_step_count=baseline_steps,
-        )
+    correctness = correctness_score(
+        inp.verdicts,
+        weights=inp.assertion_weights,
+        outcome=inp.outcome,
+        baseline_outcome=baseline_outcome,
+        step_count=inp.step_count,
+        baseline_step_count=baseline_steps,
+    )
     if baseline_outcome is None and correctness is not None and not _applies(inp):
         notes.append(
             f"no applicable assertion and no baseline outcome: correctness from the "
@@ -566,38 +549,20 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
 
     cost = cost_delta = latency = latency_delta = tool_match = None
     if baseline is not None:
-        # delta_percent, delta_score and tool_match_score's fast path, inlined (the functions
-        # are the reference; the property tests hold score_episode to them).
         if not inp.cost_complete:
             notes.append("cost incomplete (a model without a price): cost not scored")
         elif (base_cost := baseline.cost_usd) is None:
             notes.append("baseline has no cost: cost not scored")
         else:
-            if base_cost == 0.0:
-                cost_delta = math.inf if inp.cost_usd > 0.0 else 0.0
-            else:
-                cost_delta = round_places(
-                    (inp.cost_usd - base_cost) / base_cost * 100.0, DELTA_DECIMALS
-                )
-            cost = 1.0 if cost_delta <= 0.0 else 1.0 - cost_delta / 100.0
-            if cost < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
-                cost = 0.0
+            cost_delta = delta_percent(inp.cost_usd, base_cost)
+            cost = delta_score(cost_delta)
         if (base_latency := baseline.latency_ms) is None:
             notes.append("baseline has no latency: latency not scored")
         else:
-            if base_latency == 0.0:
-                latency_delta = math.inf if inp.latency_ms > 0.0 else 0.0
-            else:
-                latency_delta = round_places(
-                    (inp.latency_ms - base_latency) / base_latency * 100.0, DELTA_DECIMALS
-                )
-            latency = 1.0 if latency_delta <= 0.0 else 1.0 - latency_delta / 100.0
-            if latency < 0.0:  # noqa: PLR1730 - cheaper than calling max() per episode
-                latency = 0.0
+            latency_delta = delta_percent(inp.latency_ms, base_latency)
+            latency = delta_score(latency_delta)
         if (base_tools := baseline.tool_names) is None:
             notes.append("baseline has no tool sequence: tool match not scored")
-        elif inp.tool_names == base_tools:
-            tool_match = 1.0
         else:
             tool_match = tool_match_score(inp.tool_names, base_tools)
 
@@ -622,9 +587,7 @@ def score_episode(  # noqa: PLR0915 - one straight pass per episode; the hot pat
                 w_safety * safety.score,
             )
         )
-        overall = round_places(weighted, SCORE_DECIMALS)
-        if overall > 1.0:  # noqa: PLR1730 - cheaper than calling min() per episode
-            overall = 1.0
+        overall = min(1.0, round(weighted, SCORE_DECIMALS))
     else:
         values = (correctness, cost, tool_match, latency, safety.score)  # in DIMENSIONS order
         available = tuple(
