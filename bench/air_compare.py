@@ -45,6 +45,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from tree_entry import cli_entry  # noqa: E402
+
 from tests.scoring.episodes import T0, make_episode  # noqa: E402
 
 SEED = 20260223
@@ -282,11 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     del episodes
 
-    def score_argv(out: Path) -> list[str]:
+    def score_argv(out: Path, root: Path) -> list[str]:
         return [
             sys.executable,
             "-c",
-            "from evalstream.stream.cli import main; main()",
+            cli_entry(root),
             "score",
             str(episodes_file),
             "--baseline-run",
@@ -296,10 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
 
     tools: dict[str, tuple[list[str], Path]] = {
-        "evalstream": (score_argv(work / "evalstream.json"), ROOT)
+        "evalstream": (score_argv(work / "evalstream.json", ROOT), ROOT)
     }
     if args.before:
-        tools["before"] = (score_argv(work / "before.json"), Path(args.before).resolve())
+        before = Path(args.before).resolve()
+        tools["before"] = (score_argv(work / "before.json", before), before)
     if args.air:
         if not (Path(args.air) / "pkg" / "scoring" / "engine.py").is_file():
             raise SystemExit(

@@ -12,8 +12,9 @@ the median, the quartiles and the minimum of each, in milliseconds, as Markdown 
 wall time, and the CPU time (user + system) of the process, which a busy machine inflates
 less.
 
-The console script is run as `python -c "from evalstream.stream.cli import main; main()"`, with the
-interpreter running this script and the project this script belongs to first on PYTHONPATH.
+The console script is run as `python -c "from evalstream.stream.cli import main; main()"` (its
+older name in a tree from before the move under `evalstream/`), with the interpreter running
+this script and the project this script belongs to first on PYTHONPATH.
 `--baseline DIR` names another checkout of the project (e.g. `git archive` of an older
 commit): each round then runs every command in both, alternately first, so that both see the
 same machine, and the table gains the baseline's medians and the ratio. Bytecode caching is
@@ -36,10 +37,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tree_entry import cli_entry
+
 ROOT = Path(__file__).resolve().parents[1]
 RECORDING_SOURCE = ROOT / "examples" / "code-review" / "episodes.jsonl"
 SUITE = ROOT / "examples" / "code-review" / "suite.yaml"
-ENTRY = "from evalstream.stream.cli import main; main()"
 
 
 def tiny_recording(path: Path) -> None:
@@ -111,7 +113,11 @@ def run_once(args: Sequence[str], env: dict[str, str], cwd: Path) -> tuple[float
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", ENTRY, *args], env=env, cwd=cwd, capture_output=True, check=False
+        [sys.executable, "-c", cli_entry(Path(env["PYTHONPATH"])), *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        check=False,
     )
     wall = time.perf_counter() - started
     cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
