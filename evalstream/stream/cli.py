@@ -19,7 +19,11 @@ import click
 
 from evalstream.assertions.errors import InputError
 from evalstream.stream.commands import register_all
-from evalstream.stream.commands.evaluation_options import evaluation_options
+from evalstream.stream.commands.evaluation_options import (
+    evaluation_options,
+    judge_batch_options,
+    with_options,
+)
 from evalstream.stream.commands.otlp_options import (
     ENDPOINT_HELP,
     MODE_HELP,
@@ -40,13 +44,6 @@ if TYPE_CHECKING:
     from evalstream.stream.telemetry.metrics import PipelineMetrics
 
 FORMATS = ("table", "json", "markdown", "junit")
-JUDGE_BATCH_HELP = (
-    "Ask the judge's questions as one Message Batch: half the price, answers within "
-    "hours (also EVALSTREAM_JUDGE_BATCH=1). An interrupted run resumes its batch."
-)
-JUDGE_BATCH_STATE_HELP = (
-    "The batch's state file (default: ~/.cache/evalstream/judge-batches/<questions' hash>.json)."
-)
 ALLOW_EMPTY_HELP = "Exit 0 even when no episode was evaluated (else exit 2: a likely typo)."
 
 
@@ -57,10 +54,6 @@ def cli() -> None:
     from evalstream.stream.console.load_warnings import show_warnings_plainly
 
     show_warnings_plainly()
-
-
-# suites, pricing, close rules and the judge: check and up
-common_options = evaluation_options()
 
 
 @dataclass(frozen=True)
@@ -152,7 +145,7 @@ def load_common(
 
 
 @cli.command()
-@common_options
+@evaluation_options()
 @click.argument("recordings", nargs=-1, required=True)
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
@@ -167,8 +160,7 @@ def load_common(
     "--episode-id", help="Episode id for signals that carry none (signal-native recordings)."
 )
 @click.option("--allow-empty", is_flag=True, help=ALLOW_EMPTY_HELP)
-@click.option("--judge-batch", is_flag=True, help=JUDGE_BATCH_HELP)
-@click.option("--judge-batch-state", type=click.Path(dir_okay=False), help=JUDGE_BATCH_STATE_HELP)
+@with_options(judge_batch_options)
 @otlp_options
 def check(
     suites: tuple[str, ...],
@@ -236,7 +228,7 @@ def check(
 
 
 @cli.command()
-@common_options
+@evaluation_options()
 @click.argument("sources", nargs=-1)
 @click.option("--follow", is_flag=True, help="Keep reading files as they grow (like tail -f).")
 @click.option(

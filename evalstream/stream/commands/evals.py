@@ -18,6 +18,12 @@ import click
 
 from evalstream.assertions.errors import InputError
 from evalstream.assertions.evalruns.choices import PROFILE_NAMES, REPORT_FORMATS
+from evalstream.stream.commands.evaluation_options import (
+    JUDGE_HELP,
+    judge_batch_options,
+    pricing_option,
+    with_options,
+)
 from evalstream.stream.commands.user_error import UserError
 
 # The handlers import the run models, runners and judge when they run: `--help` stays light.
@@ -284,30 +290,9 @@ common_run_options = [
     click.option("--tag", "tags", multiple=True, help="Run cases with this tag (repeatable)."),
     click.option("--case", "case_ids", multiple=True, help="Run this case id (repeatable)."),
     click.option("--fail-fast", is_flag=True, help="Stop at the first sample that does not pass."),
-    click.option(
-        "--judge",
-        "judge_spec",
-        help="module:factory returning a Judge for llm.judge (default: the Anthropic judge "
-        "when ANTHROPIC_API_KEY is set).",
-    ),
-    click.option(
-        "--judge-batch",
-        is_flag=True,
-        help="Ask the judge's questions of a run as one Message Batch: half the price, "
-        "answers within hours (also EVALSTREAM_JUDGE_BATCH=1). An interrupted run resumes "
-        "its batch.",
-    ),
-    click.option(
-        "--judge-batch-state",
-        type=click.Path(dir_okay=False),
-        help="The batch's state file (default: ~/.cache/evalstream/judge-batches/"
-        "<questions' hash>.json).",
-    ),
-    click.option(
-        "--pricing",
-        type=click.Path(exists=True, dir_okay=False),
-        help="JSON pricing table overriding the built-in one.",
-    ),
+    click.option("--judge", "judge_spec", help=JUDGE_HELP),
+    *judge_batch_options,
+    pricing_option,
     click.option("--no-progress", is_flag=True, help="No progress bar."),
     click.option("--no-signals", is_flag=True, help="Do not keep raw signals in the result."),
     click.option(
@@ -318,15 +303,6 @@ common_run_options = [
         "(dashboard), .xml (JUnit), .html (repeatable).",
     ),
 ]
-
-
-def _with(options: list[Callable[[Any], Any]]) -> Callable[[Any], Any]:
-    def apply(func: Any) -> Any:
-        for option in reversed(options):
-            func = option(func)
-        return func
-
-    return apply
 
 
 def register(group: click.Group) -> None:
@@ -344,7 +320,7 @@ def register(group: click.Group) -> None:
     required=True,
     help="module:function | path/file.py:function | http(s)://URL | cmd:COMMAND",
 )
-@_with(common_run_options)
+@with_options(common_run_options)
 @click.option(
     "--config",
     "config_pairs",
@@ -487,7 +463,7 @@ def _run_with_progress(runner: DatasetRunner | MatrixRunner, show: bool) -> Any:
     type=click.Path(dir_okay=False),
     help="variants.yaml: the variants (targets and config), optional baseline.",
 )
-@_with(common_run_options)
+@with_options(common_run_options)
 @click.option("--out", "-o", type=click.Path(dir_okay=False), help="Save the matrix as JSON.")
 @click.option(
     "--fail-on",

@@ -1,10 +1,11 @@
-"""The options of every command that evaluates suites over episodes (`check`, `up`, `replay`):
-the suites, the pricing table, the close rules and the judge. One definition, so that the
-commands take the same flags with the same defaults."""
+"""The options of every command that evaluates suites over episodes (`check`, `up`, `replay`,
+the dataset runs): the suites, the pricing table, the close rules and the judge. One
+definition, so that the commands take the same flags with the same defaults."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
@@ -12,6 +13,29 @@ JUDGE_HELP = (
     "module:factory returning a Judge for llm.judge (default: the Anthropic judge when "
     "ANTHROPIC_API_KEY is set; without either, llm.judge is `error`)."
 )
+
+# Each a decorator that adds its option (click makes a new parameter per decorated command).
+pricing_option = click.option(
+    "--pricing",
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON pricing table overriding the built-in one.",
+)
+# `check` and the dataset runs (`eval run`, `eval matrix`): llm.judge by Message Batches.
+judge_batch_options = [
+    click.option(
+        "--judge-batch",
+        is_flag=True,
+        help="Ask the judge's questions as one Message Batch (one per dataset run): half the "
+        "price, answers within hours (also EVALSTREAM_JUDGE_BATCH=1). An interrupted run "
+        "resumes its batch.",
+    ),
+    click.option(
+        "--judge-batch-state",
+        type=click.Path(dir_okay=False),
+        help="The batch's state file (default: ~/.cache/evalstream/judge-batches/"
+        "<questions' hash>.json).",
+    ),
+]
 
 
 def evaluation_options(
@@ -32,11 +56,7 @@ def evaluation_options(
             type=click.Path(dir_okay=False),
             help=suite_help,
         ),
-        click.option(
-            "--pricing",
-            type=click.Path(exists=True, dir_okay=False),
-            help="JSON pricing table overriding the built-in one.",
-        ),
+        pricing_option,
         click.option(
             "--end-signal",
             "end_signals",
@@ -66,6 +86,14 @@ def evaluation_options(
         ),
         click.option("--judge", "judge_spec", help=judge_help),
     ]
+
+    return with_options(options)
+
+
+def with_options(
+    options: Sequence[Callable[[Any], Any]],
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """One decorator applying `options` in order (the first is the first in `--help`)."""
 
     def decorate(func: Callable[..., None]) -> Callable[..., None]:
         for option in reversed(options):
