@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from evalstream.assertions.alerting.alert_rules import AlertRules
 from evalstream.assertions.alerting.regression import RegressionConfig, RegressionDetector
 from evalstream.assertions.errors import InputError
+from evalstream.assertions.evaluation.assembly import ClosedEpisode
 from evalstream.assertions.file_kinds import FileKind
 from evalstream.assertions.reports.score_report import render_json, render_markdown
 from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
@@ -74,12 +75,16 @@ from evalstream.connectors.files.episode_files import FileItem, FileProblem, rea
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
 from evalstream.stream.judge import judge_from
 from evalstream.stream.offline import resolve_judgements
+from evalstream.stream.process_shards import available_cores, run_shards
+from evalstream.stream.score_shares import Share, ShareResult, merge_shares
 
 JSON = Any
 BaselineMode = Literal["rolling", "file", "run", "none"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 BASELINE_RUN_LIMIT = 5000  # episodes read to find a baseline run's episodes in a store
+# Files at least this big are scored on every core (a fork and a second parse pay off).
+SHARD_MIN_BYTES = 8_000_000
 
 
 class SweepError(InputError):
@@ -133,6 +138,12 @@ class ScoreSettings(BaseModel):
     windowed: bool = True
     regression: dict[str, JSON] = Field(default_factory=dict)
     unknown_steps: Literal["error", "keep"] = "error"
+    workers: int | None = Field(
+        None,
+        ge=1,
+        description="Processes scoring files (by agent); default: every core for files of "
+        "8 MB or more without suites or --baseline-state, else one.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ScoreSettings:
@@ -146,6 +157,11 @@ class ScoreSettings(BaseModel):
             raise ValueError("--baseline-state keeps a rolling baseline; it needs baseline rolling")
         if self.rolling_min_episodes > self.rolling_window:
             raise ValueError("rolling_min_episodes must be <= rolling_window")
+        if (self.workers or 1) > 1 and (self.store_url or self.suites or self.baseline_state):
+            raise ValueError(
+                "--workers above 1 scores files without suites or --baseline-state; drop "
+                "--workers (one process) or those options"
+            )
         return self
 
     @classmethod
@@ -201,9 +217,13 @@ class _Decoded:
         return self.signals[0].ts
 
 
-async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[str, JSON]]:
+def _queries(
+    settings: ScoreSettings, now: datetime
+) -> tuple[EpisodeQuery, EpisodeQuery, int | None]:
+    """The run's filters, the baseline run's (it may lie outside the scored window: only
+    agent and model select it) and the limit (files: every episode unless --limit was
+    given; a store: its page limit, default 50)."""
     from_files = settings.store_url is None
-    # Files: every episode unless --limit was given; a store: its page limit (default 50).
     limit = None if from_files and "limit" not in settings.model_fields_set else settings.limit
     query = EpisodeQuery(
         agent_id=settings.agent_id,
@@ -213,22 +233,18 @@ async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[
         until=None if settings.until is None else parse_since(settings.until, now),
         limit=limit,
     )
-    # The baseline run may lie outside the scored window: only agent and model select it.
     base_query = EpisodeQuery(
         agent_id=settings.agent_id, model=settings.model, limit=BASELINE_RUN_LIMIT
     )
-    if from_files:
-        taken = 0
-        for item in _episode_file_items(settings.files):
-            if isinstance(item, FileProblem):
-                yield item.where, item.error
-            elif _in_run(item.episode, settings) and base_query.matches(item.episode):
-                yield item.where, item.episode
-            elif query.matches(item.episode) and (limit is None or taken < limit):
-                taken += 1
-                yield item.where, item.episode
+    return query, base_query, limit
+
+
+async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[str, JSON]]:
+    if settings.store_url is None:
+        for item in _file_items(settings, now):
+            yield item
         return
-    assert settings.store_url is not None
+    query, base_query, _ = _queries(settings, now)
     on_page = _ProgressLine() if settings.progress else None
     async with EpisodeStoreClient(settings.store_url, timeout_s=settings.timeout_s) as store:
         async for episode in store.iter_episodes(query, page_size=MAX_PAGE, on_page=on_page):
@@ -324,9 +340,25 @@ def _suite(path: str) -> Suite:
         return load_suite(path)
 
 
-async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
-    """Score as the settings say (see the module docstring); raises InputError subclasses
-    for settings and store problems, records bad episodes in the run."""
+def shard_count(settings: ScoreSettings) -> int:
+    """How many processes score the run: `workers` when given, else every core for big
+    files (see SHARD_MIN_BYTES) when nothing stops it (a store, suites and their judge,
+    a baseline state file carried between runs), else one."""
+    if settings.workers is not None:
+        return settings.workers
+    if settings.store_url or settings.suites or settings.baseline_state:
+        return 1
+    size = 0
+    for path in settings.files:
+        try:
+            size += Path(path).stat().st_size
+        except OSError:
+            return 1  # reading it reports the problem
+    return available_cores() if size >= SHARD_MIN_BYTES else 1
+
+
+def _scorer(settings: ScoreSettings) -> tuple[Scorer, Any, dict[str, JSON]]:
+    """The run's scorer, its judge (None without suites) and the baseline's description."""
     pricing = load_pricing(Path(settings.pricing)) if settings.pricing else default_pricing()
     suites = [_suite(path) for path in settings.suites]
     judge = judge_from(settings.judge, pricing=pricing) if suites else None
@@ -345,49 +377,27 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
         pricing=pricing,
         require_agent_baseline=settings.baseline == "file",
     )
+    return scorer, judge, baseline_info
 
-    decoded: dict[str, _Decoded] = {}
-    async for where, obj in _items(settings, now):
-        if isinstance(obj, InputError):
-            scorer.reject(where, "invalid_json", str(obj))
-            continue
-        label = (
-            f"episode store {settings.store_url}: episode"
-            if settings.store_url is not None
-            else f"{where}: episode"
-        )
-        try:
-            signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
-        except StoreEpisodeError as exc:
-            scorer.reject(where, exc.reason, str(exc))
-            continue
-        episode_id = signals[0].episode_id
-        if obj.get("status") == "running":
-            scorer.skip(episode_id, "still running")
-        elif episode_id not in decoded:  # a baseline-run episode may be listed twice
-            decoded[episode_id] = _Decoded(where, signals)
-    ordered = sorted(decoded.values(), key=lambda d: (d.start, d.signals[0].episode_id))
 
-    if settings.baseline == "run":
-        ordered = _use_baseline_run(scorer, ordered, settings)
-    window_ids = [d.signals[0].episode_id for d in ordered]
-    if isinstance(baselines, RollingBaselines) and settings.baseline_state:
-        baselines = scorer.baselines = _starting_state(
-            settings.baseline_state, baselines, window_ids
-        )
-    started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
-    for item in ordered:
-        closed = scorer.evaluate(item.signals)
-        await resolve_judgements([closed], judge)
-        try:
-            scorer.score(closed)
-        except BaselineMismatchError as exc:
-            scorer.reject(item.where, "baseline_mismatch", str(exc))
-    if isinstance(baselines, RollingBaselines) and settings.baseline_state:
-        saved = BaselineState(baselines.to_json(), started_from, frozenset(window_ids))
-        Path(settings.baseline_state).write_bytes(
-            orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2)
-        )
+async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
+    """Score as the settings say (see the module docstring); raises InputError subclasses
+    for settings and store problems, records bad episodes in the run."""
+    scorer, judge, baseline_info = _scorer(settings)
+    shards = shard_count(settings)
+    if shards > 1:
+        parts = run_shards(shards, lambda index: _score_share(settings, now, index, shards))
+        if any(part is None for part in parts):  # more streams than one process may evict
+            parts = [_score_share(settings, now, 0, 1)]
+        merged = merge_shares([p for p in parts if p is not None])
+    else:
+        sweep = _Sweep(settings, scorer, Share())
+        async for where, obj in _items(settings, now):
+            sweep.take(where, obj)
+        await sweep.score(judge)
+        merged = sweep.result()
+    scorer.episodes, scorer.regressions = merged.episodes, merged.regressions
+    scorer.rejected, scorer.skipped = merged.rejected, merged.skipped
     source: dict[str, JSON]
     if settings.store_url is not None:
         source = {
@@ -405,6 +415,154 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
         source = {"files": list(settings.files)}
     created = now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return scorer.run(created_at=created, source=source, baseline=baseline_info)
+
+
+def _score_share(
+    settings: ScoreSettings, now: datetime, index: int, count: int
+) -> ShareResult | None:
+    """One process's share of a sharded run over files (no suites, so no judge to await);
+    None when the input has more regression streams or baseline keys than one process may
+    hold, so that eviction would differ from a single process's."""
+    scorer, _, _ = _scorer(settings)
+    sweep = _Sweep(settings, scorer, Share(index, count))
+    for where, obj in _file_items(settings, now):
+        sweep.take(where, obj)
+    if count > 1 and not sweep.fits_one_process():
+        return None
+    for _ in sweep.scored():
+        raise AssertionError("a sharded run has no suites, so nothing to judge")
+    return sweep.result()
+
+
+class _Sweep:
+    """Reads a run's items, decodes this process's share of them, scores them in start order;
+    every record is tagged with its place in the whole run (`ShareResult`)."""
+
+    def __init__(self, settings: ScoreSettings, scorer: Scorer, share: Share) -> None:
+        self.settings = settings
+        self.scorer = scorer
+        self.share = share
+        self.out = ShareResult()
+        self.decoded: dict[str, _Decoded] = {}
+        self.position = 0  # of the item in the run's input
+        self.streams: set[tuple[JSON, JSON]] = set()  # raw (agent, variant) pairs
+        self.keys: set[tuple[JSON, JSON]] = set()  # raw (agent, case) pairs
+        self.label = (
+            f"episode store {settings.store_url}: episode"
+            if settings.store_url is not None
+            else None
+        )
+
+    def take(self, where: str, obj: JSON) -> None:
+        """One input item: decoded when this process's share owns it, or when it belongs to
+        the baseline run (every share needs the whole baseline; only the owner reports it)."""
+        position = self.position
+        self.position += 1
+        if self.share.count > 1:
+            self._count_streams(obj)
+        mine = self.share.owns(obj)
+        if not mine and not _in_run(obj, self.settings):
+            return
+        if isinstance(obj, InputError):
+            self._reject(position, where, "invalid_json", str(obj))
+            return
+        label = self.label or f"{where}: episode"
+        try:
+            signals = episode_to_signals(
+                obj, where=label, unknown_steps=self.settings.unknown_steps
+            )
+        except StoreEpisodeError as exc:
+            if mine:
+                self._reject(position, where, exc.reason, str(exc))
+            return
+        episode_id = signals[0].episode_id
+        if obj.get("status") == "running":
+            if mine:
+                self.scorer.skip(episode_id, "still running")
+                self.out.skipped_at.append(position)
+        elif episode_id not in self.decoded:  # a baseline-run episode may be listed twice
+            self.decoded[episode_id] = _Decoded(where, signals)
+
+    def _reject(self, position: int, where: str, reason: str, message: str) -> None:
+        self.scorer.reject(where, reason, message)
+        self.out.rejected_at.append((0, float(position), ""))
+
+    def _count_streams(self, obj: JSON) -> None:
+        if isinstance(obj, Mapping):
+            metadata = obj.get("metadata")
+            meta = metadata if isinstance(metadata, Mapping) else {}
+            agent = _hashable(obj.get("agent_id"))
+            self.streams.add((agent, _hashable(meta.get("variant"))))
+            self.keys.add((agent, _hashable(meta.get("case_id"))))
+
+    def fits_one_process(self) -> bool:
+        """Whether no regression stream or rolling baseline key of the input could be evicted
+        (then every share's state is independent of the others')."""
+        detector, baselines = self.scorer.detector, self.scorer.baselines
+        if detector is not None and len(self.streams) > detector.config.max_streams:
+            return False
+        return not (isinstance(baselines, RollingBaselines) and len(self.keys) > baselines.max_keys)
+
+    def scored(self) -> Iterator[ClosedEpisode]:
+        """Score the decoded episodes in start order; yields each closed episode that has
+        judgements pending, to be resolved before the iteration goes on."""
+        settings, scorer = self.settings, self.scorer
+        ordered = sorted(self.decoded.values(), key=lambda d: (d.start, d.signals[0].episode_id))
+        self.decoded = {}
+        if settings.baseline == "run":
+            ordered = _use_baseline_run(scorer, ordered, settings)
+        window_ids = [d.signals[0].episode_id for d in ordered]
+        baselines = scorer.baselines
+        state_path = settings.baseline_state
+        if isinstance(baselines, RollingBaselines) and state_path:
+            baselines = scorer.baselines = _starting_state(state_path, baselines, window_ids)
+        started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
+        out = self.out
+        for item in ordered:
+            closed = scorer.evaluate(item.signals)
+            if closed.pending:
+                yield closed
+            key = (item.start, item.signals[0].episode_id)
+            before = len(scorer.regressions)
+            try:
+                scorer.score(closed)
+            except BaselineMismatchError as exc:
+                scorer.reject(item.where, "baseline_mismatch", str(exc))
+                out.rejected_at.append((1, item.start, key[1]))
+            else:
+                out.episode_keys.append(key)
+            out.regression_keys.extend([key] * (len(scorer.regressions) - before))
+        if isinstance(baselines, RollingBaselines) and state_path:
+            saved = BaselineState(baselines.to_json(), started_from, frozenset(window_ids))
+            Path(state_path).write_bytes(orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2))
+
+    async def score(self, judge: Any) -> None:
+        for closed in self.scored():
+            await resolve_judgements([closed], judge)
+
+    def result(self) -> ShareResult:
+        out, scorer = self.out, self.scorer
+        out.episodes, out.regressions = scorer.episodes, scorer.regressions
+        out.rejected, out.skipped = scorer.rejected, scorer.skipped
+        return out
+
+
+def _hashable(value: JSON) -> JSON:
+    return value if isinstance(value, str | int | float | bool | None) else repr(value)
+
+
+def _file_items(settings: ScoreSettings, now: datetime) -> Iterator[tuple[str, JSON]]:
+    """The items of a run over files (what `_items` yields for them), synchronously."""
+    query, base_query, limit = _queries(settings, now)
+    taken = 0
+    for item in _episode_file_items(settings.files):
+        if isinstance(item, FileProblem):
+            yield item.where, item.error
+        elif _in_run(item.episode, settings) and base_query.matches(item.episode):
+            yield item.where, item.episode
+        elif query.matches(item.episode) and (limit is None or taken < limit):
+            taken += 1
+            yield item.where, item.episode
 
 
 STATE_KIND = "rolling-baseline-state"

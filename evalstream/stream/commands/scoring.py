@@ -128,6 +128,12 @@ def score_options(func: Callable[..., None]) -> Callable[..., None]:
             help="YAML/JSON with `alert_rules`, `scoring`, `regression` settings.",
         ),
         click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            help="Processes scoring episode files, split by agent (default: every core for "
+            "files of 8 MB or more, without suites or --baseline-state).",
+        ),
+        click.option(
             "--keep-unknown-steps",
             is_flag=True,
             help="Keep steps of an unknown type as inert signals instead of rejecting the episode.",

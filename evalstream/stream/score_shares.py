@@ -1,0 +1,86 @@
+"""Sharding a scoring run by agent: which process owns an episode, and merging the shares.
+
+Every piece of a scoring run's state lives per agent (a rolling baseline per agent and case,
+a regression stream per agent and variant, fixed baselines read-only), so a run split by
+agent across processes scores each episode exactly as one process would — as long as no
+stream or key is evicted (the caller checks the input's counts against the caps). Each
+share tags its records with their place in the whole run (an episode and the regression
+events it raised by its (start, episode id); a rejected or skipped input by its position),
+so `merge_shares` rebuilds one process's lists, in one process's order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalstream.assertions.alerting.regression import AlertEvent
+from evalstream.assertions.scores.run import Rejected, ScoredEpisode
+
+JSON = Any
+EpisodeKey = tuple[float, str]  # the episode's start, its id: the run's scoring order
+# (0, input position, "") read-time rejections come first, in input order;
+# (1, start, episode id) rejections while scoring, in scoring order.
+RejectionTag = tuple[int, float, str]
+
+
+@dataclass
+class Share:
+    """Shard `index` of `count`: agents are dealt to the shards in the order they first
+    appear (every process reads the same input, so all deal alike, and many agents of
+    similar traffic spread evenly); an episode belongs to its agent's shard, and every
+    later item with the same episode id to the shard of the first (so duplicates meet)."""
+
+    index: int = 0
+    count: int = 1
+    _agents: dict[str, int] = field(default_factory=dict, repr=False)
+    _route: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def owns(self, obj: JSON) -> bool:
+        return self.count == 1 or self.shard_of(obj) == self.index
+
+    def shard_of(self, obj: JSON) -> int:
+        if not isinstance(obj, Mapping):
+            return 0
+        agent = obj.get("agent_id")
+        shard = 0
+        if isinstance(agent, str):
+            agents = self._agents
+            shard = agents.setdefault(agent, len(agents) % self.count)
+        episode_id = obj.get("episode_id")
+        if isinstance(episode_id, str):
+            shard = self._route.setdefault(episode_id, shard)
+        return shard
+
+
+@dataclass
+class ShareResult:
+    """One share's records, each list with the tags that place it in the whole run."""
+
+    episodes: list[ScoredEpisode] = field(default_factory=list)
+    episode_keys: list[EpisodeKey] = field(default_factory=list)
+    regressions: list[AlertEvent] = field(default_factory=list)
+    regression_keys: list[EpisodeKey] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    rejected_at: list[RejectionTag] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped_at: list[int] = field(default_factory=list)
+
+
+def _merged(parts: list[tuple[list[Any], list[Any]]]) -> list[Any]:
+    if len(parts) == 1:
+        return parts[0][1]
+    runs = [zip(tags, records, strict=True) for tags, records in parts]
+    return [record for _, record in heapq.merge(*runs, key=lambda pair: pair[0])]
+
+
+def merge_shares(shares: list[ShareResult]) -> ShareResult:
+    """The shares' records as one process would have listed them."""
+    return ShareResult(
+        episodes=_merged([(s.episode_keys, s.episodes) for s in shares]),
+        regressions=_merged([(s.regression_keys, s.regressions) for s in shares]),
+        rejected=_merged([(s.rejected_at, s.rejected) for s in shares]),
+        skipped=_merged([(s.skipped_at, s.skipped) for s in shares]),
+    )
