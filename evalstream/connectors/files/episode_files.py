@@ -41,33 +41,60 @@ def _document_items(path: Path, doc: JSON) -> Iterator[FileItem]:
     if isinstance(doc, dict) and isinstance(doc.get("episodes"), list):
         doc = doc["episodes"]
     if isinstance(doc, list):
-        for i, item in enumerate(doc):
+        for i in range(len(doc)):
+            item, doc[i] = doc[i], None  # each episode is freed once its reader is done
             yield FileItem(f"{path}[#{i}]", item)
     else:
         yield FileItem(str(path), doc)
 
 
+def _first_line_is_a_record(p: Path) -> bool:
+    """Whether the file is NDJSON by its first lines: the first non-blank line is JSON and
+    another non-blank line follows (then the whole file cannot be one JSON document), so
+    it is read line by line without holding it whole."""
+    with p.open("rb") as lines:
+        for line in lines:
+            if line.strip():
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    return False
+                return any(rest.strip() for rest in lines)
+    return False
+
+
+def _ndjson_items(p: Path) -> Iterator[FileItem | FileProblem]:
+    number = 0
+    with p.open("rb") as chunks:
+        for chunk in chunks:  # split as bytes.splitlines would: at \n, \r\n and \r
+            for line in chunk.splitlines():
+                number += 1
+                if not line.strip():
+                    continue
+                where = f"{p}:{number}"
+                try:
+                    yield FileItem(where, orjson.loads(line))
+                except orjson.JSONDecodeError as exc:
+                    yield FileProblem(where, EpisodeFileError(f"{where}: not valid JSON: {exc}"))
+
+
 def read_episode_file(path: str | Path) -> Iterator[FileItem | FileProblem]:
     p = Path(path)
     try:
+        if _first_line_is_a_record(p):
+            yield from _ndjson_items(p)
+            return
         data = p.read_bytes()
     except OSError as exc:
         raise EpisodeFileError(f"{p}: cannot read the episode file: {exc.strerror}") from exc
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
-        pass  # not one JSON document: NDJSON
-    else:
-        yield from _document_items(p, doc)
+        del data
+        yield from _ndjson_items(p)  # not one JSON document: NDJSON
         return
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{p}:{number}"
-        try:
-            yield FileItem(where, orjson.loads(line))
-        except orjson.JSONDecodeError as exc:
-            yield FileProblem(where, EpisodeFileError(f"{where}: not valid JSON: {exc}"))
+    del data
+    yield from _document_items(p, doc)
 
 
 def read_episode_files(paths: list[str]) -> Iterator[FileItem | FileProblem]:

@@ -1,0 +1,109 @@
+"""Episode files: every accepted shape gives the same items (where, episode or the problem),
+NDJSON read line by line and JSON documents releasing each episode once it is taken."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from evalstream.connectors.files.episode_files import (
+    EpisodeFileError,
+    FileItem,
+    FileProblem,
+    read_episode_file,
+)
+
+A = {"episode_id": "a", "steps": []}
+B = {"episode_id": "b", "steps": [{"step_type": "llm_call"}]}
+
+
+def _items(path: Path) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for item in read_episode_file(path):
+        if isinstance(item, FileItem):
+            out.append((item.where, item.episode))
+        else:
+            out.append((item.where, str(item.error)))
+    return out
+
+
+CASES: dict[str, tuple[bytes, list[tuple[str, Any]]]] = {
+    "array": (orjson.dumps([A, B]), [("[#0]", A), ("[#1]", B)]),
+    "pretty array": (
+        orjson.dumps([A, B], option=orjson.OPT_INDENT_2),
+        [("[#0]", A), ("[#1]", B)],
+    ),
+    "episodes object": (orjson.dumps({"episodes": [A, B]}), [("[#0]", A), ("[#1]", B)]),
+    "one episode": (orjson.dumps(A) + b"\n\n", [("", A)]),
+    "ndjson": (orjson.dumps(A) + b"\n\n" + orjson.dumps(B) + b"\n", [(":1", A), (":3", B)]),
+    "ndjson crlf": (orjson.dumps(A) + b"\r\n" + orjson.dumps(B), [(":1", A), (":2", B)]),
+    "ndjson cr": (orjson.dumps(A) + b"\r" + orjson.dumps(B) + b"\r", [(":1", A), (":2", B)]),
+    "bad first line": (
+        b"{nope\n" + orjson.dumps(B) + b"\n",
+        [(":1", "not valid JSON"), (":2", B)],
+    ),
+    "bad middle line": (
+        b"\n" + orjson.dumps(A) + b"\n[1,\n" + orjson.dumps(B),
+        [(":2", A), (":3", "not valid JSON"), (":4", B)],
+    ),
+    "scalar lines": (b"1\n2\n", [(":1", 1), (":2", 2)]),
+    "empty": (b"\n  \n", []),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_shape_gives_its_items(tmp_path: Path, name: str) -> None:
+    content, expected = CASES[name]
+    path = tmp_path / "episodes"
+    path.write_bytes(content)
+    got = _items(path)
+    assert [where for where, _ in got] == [f"{path}{suffix}" for suffix, _ in expected]
+    for (_, value), (_, wanted) in zip(got, expected, strict=True):
+        if isinstance(wanted, str) and isinstance(value, str):
+            assert wanted in value
+        else:
+            assert value == wanted
+
+
+def test_a_missing_file_is_one_error(tmp_path: Path) -> None:
+    with pytest.raises(EpisodeFileError, match="cannot read the episode file"):
+        list(read_episode_file(tmp_path / "missing.json"))
+
+
+class _Episode(dict[str, Any]):
+    """A dict that can be weakly referenced, to see when the reader lets go of it."""
+
+
+def test_a_json_array_lets_go_of_each_episode_once_taken(tmp_path: Path, monkeypatch: Any) -> None:
+    path = tmp_path / "episodes.json"
+    path.write_bytes(orjson.dumps([A, B, A]))
+    refs: list[weakref.ref[_Episode]] = []
+    real_loads = orjson.loads
+
+    def loads(data: bytes) -> Any:  # the last document read is the one iterated
+        doc = [_Episode(e) for e in real_loads(data)]
+        refs[:] = [weakref.ref(e) for e in doc]
+        return doc
+
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.orjson.loads", loads)
+    items = read_episode_file(path)
+    first = next(items)
+    assert isinstance(first, FileItem)
+    del first
+    next(items)
+    gc.collect()
+    assert refs[0]() is None, "the first episode is still held by the reader"
+    assert refs[2]() is not None  # not read yet
+
+
+def test_problems_are_items_not_exceptions(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.ndjson"
+    path.write_bytes(b"{bad\n{worse\n")
+    items = list(read_episode_file(path))
+    assert all(isinstance(i, FileProblem) for i in items)
+    assert len(items) == 2
