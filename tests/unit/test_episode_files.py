@@ -57,7 +57,13 @@ CASES: dict[str, tuple[bytes, list[tuple[str, Any]]]] = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_every_shape_gives_its_items(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize("big", [False, True], ids=["read-whole", "streamed"])
+def test_every_shape_gives_its_items(
+    tmp_path: Path, monkeypatch: Any, name: str, big: bool
+) -> None:
+    if big:  # as a file too big to hold: arrays element by element, NDJSON line by line
+        monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_MIN_BYTES", 0)
+        monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", 3)
     content, expected = CASES[name]
     path = tmp_path / "episodes"
     path.write_bytes(content)
@@ -107,3 +113,42 @@ def test_problems_are_items_not_exceptions(tmp_path: Path) -> None:
     items = list(read_episode_file(path))
     assert all(isinstance(i, FileProblem) for i in items)
     assert len(items) == 2
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n in ("array", "pretty array")])
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1_000_000])
+def test_a_big_array_is_read_element_by_element_with_the_same_items(
+    tmp_path: Path, monkeypatch: Any, name: str, chunk: int
+) -> None:
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", chunk)
+    whole = tmp_path / "whole.json"
+    note = 'é ] , [ \\" {'  # brackets, commas, an escaped quote inside a string
+    episodes = [A, B, {"episode_id": "c", "note": note, "n": [1.5e300, -0.0, 2**62]}]
+    content = orjson.dumps(episodes, option=orjson.OPT_INDENT_2 if "pretty" in name else 0)
+    whole.write_bytes(b"\n " + content + b" \n")
+    got = _items(whole)
+    assert got == [(f"{whole}[#{i}]", e) for i, e in enumerate(episodes)]
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b" [ \n ] ")
+    assert _items(empty) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'[{"a": 1}, {"b": ', "not valid JSON in [#1]"),
+        (b'[{"a": 1} {"b": 2}]', "`]` expected after [#0]"),
+        (b'[{"a": 1}] x', "text after the closing"),
+        (b'[{"a": NaN}]', "not valid JSON in [#0]"),
+    ],
+)
+def test_a_big_array_that_is_not_json_is_one_error(
+    tmp_path: Path, monkeypatch: Any, content: bytes, message: str
+) -> None:
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", 5)
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(EpisodeFileError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        list(read_episode_file(path))

@@ -5,20 +5,30 @@ document that is an episode, a list of episodes, or an object with an `episodes`
 item comes with where it was (`file:line` for NDJSON, `file[#index]` otherwise), so an
 error names the exact place. A line that is not JSON yields an `EpisodeFileError` item in
 its place instead of stopping the whole file.
+
+Files of STREAM_MIN_BYTES or more are never held whole: a JSON array is read element by
+element and NDJSON line by line (an invalid big array is one error naming the element).
+Smaller files are read at once and parsed in one go, which is faster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import orjson
 
 from evalstream.assertions.errors import InputError
 
 JSON = Any
+# Files at least this big are never held whole: a JSON array is read element by element (a
+# little slower to parse than at once), NDJSON line by line.
+STREAM_MIN_BYTES = 256_000_000
+STREAM_CHUNK = 4_000_000
+_WHITESPACE = " \t\n\r"
 
 
 class EpisodeFileError(InputError):
@@ -63,35 +73,115 @@ def _first_line_is_a_record(p: Path) -> bool:
     return False
 
 
-def _ndjson_items(p: Path) -> Iterator[FileItem | FileProblem]:
-    number = 0
+def _line_items(p: Path, lines: Iterable[bytes]) -> Iterator[FileItem | FileProblem]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{p}:{number}"
+        try:
+            yield FileItem(where, orjson.loads(line))
+        except orjson.JSONDecodeError as exc:
+            yield FileProblem(where, EpisodeFileError(f"{where}: not valid JSON: {exc}"))
+
+
+def _file_lines(p: Path) -> Iterator[bytes]:
+    """The file's lines as `bytes.splitlines` splits them (at \\n, \\r\\n and \\r), read
+    as they come."""
     with p.open("rb") as chunks:
-        for chunk in chunks:  # split as bytes.splitlines would: at \n, \r\n and \r
-            for line in chunk.splitlines():
-                number += 1
-                if not line.strip():
-                    continue
-                where = f"{p}:{number}"
-                try:
-                    yield FileItem(where, orjson.loads(line))
-                except orjson.JSONDecodeError as exc:
-                    yield FileProblem(where, EpisodeFileError(f"{where}: not valid JSON: {exc}"))
+        for chunk in chunks:
+            yield from chunk.splitlines()
+
+
+def _starts_an_array(p: Path) -> bool:
+    with p.open("rb") as raw:
+        head = raw.read(4096).lstrip()
+    return head.startswith(b"[")
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+class _ArrayReader:
+    """A JSON array's text in chunks, with the position of the next unread character."""
+
+    def __init__(self, p: Path, text: TextIO) -> None:
+        self.p, self.text = p, text
+        self.buf, self.at, self.eof = "", 0, False
+
+    def more(self) -> bool:
+        """Append the next chunk (dropping what was read); False at the end of the file."""
+        chunk = "" if self.eof else self.text.read(STREAM_CHUNK)
+        self.eof = not chunk
+        self.buf, self.at = self.buf[self.at :] + chunk, 0
+        return not self.eof
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ("" at the end of the file)."""
+        while True:
+            buf, at = self.buf, self.at
+            while at < len(buf) and buf[at] in _WHITESPACE:
+                at += 1
+            self.at = at
+            if at < len(buf):
+                return buf[at]
+            if not self.more():
+                return ""
+
+    def expect(self, char: str, after: str) -> None:
+        if self.peek() != char:
+            raise EpisodeFileError(f"{self.p}: not valid JSON: `{char}` expected {after}")
+        self.at += 1
+
+
+def _streamed_array_items(p: Path) -> Iterator[FileItem]:
+    """A JSON array's episodes one at a time, read in chunks, so that a file of any size is
+    never held whole (the standard library's C scanner finds each element's end)."""
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    with p.open("r", encoding="utf-8") as text:
+        reader = _ArrayReader(p, text)
+        reader.expect("[", "at the start")
+        index = 0
+        closed = reader.peek() == "]"
+        if closed:
+            reader.at += 1
+        while not closed:
+            reader.peek()
+            try:
+                item, end = decoder.raw_decode(reader.buf, reader.at)
+            except ValueError as exc:  # JSONDecodeError, or a NaN/Infinity constant
+                if reader.more():
+                    continue  # the element runs on into the next chunk
+                raise EpisodeFileError(f"{p}: not valid JSON in [#{index}]: {exc}") from exc
+            yield FileItem(f"{p}[#{index}]", item)
+            index += 1
+            reader.at = end
+            if reader.peek() == ",":
+                reader.at += 1
+            else:
+                reader.expect("]", f"after [#{index - 1}]")
+                closed = True
+        if reader.peek():
+            raise EpisodeFileError(f"{p}: not valid JSON: text after the closing `]`")
 
 
 def read_episode_file(path: str | Path) -> Iterator[FileItem | FileProblem]:
     p = Path(path)
     try:
-        if _first_line_is_a_record(p):
-            yield from _ndjson_items(p)
-            return
+        if p.stat().st_size >= STREAM_MIN_BYTES:
+            if _starts_an_array(p):
+                yield from _streamed_array_items(p)
+                return
+            if _first_line_is_a_record(p):
+                yield from _line_items(p, _file_lines(p))
+                return
         data = p.read_bytes()
     except OSError as exc:
         raise EpisodeFileError(f"{p}: cannot read the episode file: {exc.strerror}") from exc
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
-        del data
-        yield from _ndjson_items(p)  # not one JSON document: NDJSON
+        yield from _line_items(p, data.splitlines())  # not one JSON document: NDJSON
         return
     del data
     yield from _document_items(p, doc)
