@@ -13,7 +13,9 @@ scoring reads): per agent one baseline episode (`metadata.run_id` "baseline") an
 `ScoringEngine` + `RegressionDetector` + `EvalRun` in a child process, as its `run` command
 does after fetching (it has no file input); evalstream's is `evalstream score FILE
 --baseline-run baseline --output OUT`. Rounds alternate which tool runs first; each run is a
-fresh process, measured by `os.wait4` (wall, user+system CPU, peak RSS).
+fresh process, measured by `os.wait4` (wall, user+system CPU of it and its worker
+processes, the largest process's peak RSS) and by sampling /proc every 20 ms (the peak of
+all its processes' RSS together: `score` shards big files across processes).
 
 Prints one line per run with the load average, the medians and the ratios, and a fingerprint
 per tool: the SHA-256 of its per-episode results in episode-id order (evalstream: each
@@ -36,8 +38,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,14 +68,13 @@ def _with_store_summary(episode: dict[str, Any]) -> dict[str, Any]:
     return episode
 
 
-def make_episodes(n: int, agents: int, steps: int, *, seed: int = SEED) -> list[dict[str, Any]]:
+def make_episodes(n: int, agents: int, steps: int, *, seed: int = SEED) -> Iterator[dict[str, Any]]:
     """`agents` baseline episodes, then `n` candidates spread over the agents."""
     rng = random.Random(seed)
     tool_count = max(0, (steps - 2) // 2)
     tools = tuple(TOOLS[i % len(TOOLS)] for i in range(tool_count))
-    out: list[dict[str, Any]] = []
     for a in range(agents):
-        out.append(
+        yield (
             _with_store_summary(
                 make_episode(
                     f"base-{a:03d}",
@@ -98,7 +100,7 @@ def make_episodes(n: int, agents: int, steps: int, *, seed: int = SEED) -> list[
         else:
             cost = 0.02 * rng.uniform(0.9, 1.1)
             latency = 4000.0 * rng.uniform(0.9, 1.1)
-        out.append(
+        yield (
             _with_store_summary(
                 make_episode(
                     f"ep-{i:07d}",
@@ -112,7 +114,6 @@ def make_episodes(n: int, agents: int, steps: int, *, seed: int = SEED) -> list[
                 )
             )
         )
-    return out
 
 
 def air_job(air: str, episodes_file: str, output: str) -> int:
@@ -186,8 +187,40 @@ class Run:
     tool: str
     wall_s: float
     cpu_s: float
-    rss_mb: float
+    rss_mb: float  # the largest process's peak
     load: float
+    tree_rss_mb: float = 0.0  # the peak of all its processes together (sampled)
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and its descendants (0 once gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/status") as status:
+                for line in status:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+            with open(f"/proc/{current}/task/{current}/children") as children:
+                todo.extend(int(c) for c in children.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+class _TreeMemory(threading.Thread):
+    """Samples a process tree's resident memory every 20 ms; `peak_kb` is the largest sum."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak_kb = pid, 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.02):
+            self.peak_kb = max(self.peak_kb, _tree_rss_kb(self.pid))
 
 
 def measure(tool: str, argv: list[str], tree: Path) -> Run:
@@ -198,14 +231,19 @@ def measure(tool: str, argv: list[str], tree: Path) -> Run:
     start = time.perf_counter()
     with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: no limit on what it says
         proc = subprocess.Popen(argv, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr)
+        sampler = _TreeMemory(proc.pid)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
+        sampler.stop.set()
+        sampler.join()
         stderr.seek(0)
         err = stderr.read().decode(errors="replace")
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):  # evalstream exits 1 when a regression fired
         raise SystemExit(f"{tool} exited {code}:\n{err[-2000:]}")
-    return Run(tool, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, load)
+    rss = usage.ru_maxrss / 1024
+    return Run(tool, wall, usage.ru_utime + usage.ru_stime, rss, load, sampler.peak_kb / 1024)
 
 
 def _air_commit(air: str) -> str:
@@ -229,17 +267,19 @@ def summarise(runs: list[Run], names: list[str], work: Path) -> None:
             statistics.median(x.cpu_s for x in mine),
             statistics.median(x.rss_mb for x in mine),
             statistics.median(x.load for x in mine),
+            statistics.median(x.tree_rss_mb for x in mine),
         )
         print(
             f"median {name:10} wall {med[name].wall_s:6.2f} s  cpu {med[name].cpu_s:6.2f} s  "
-            f"peak RSS {med[name].rss_mb:7.1f} MB  (load {min(x.load for x in mine):.2f}-"
-            f"{max(x.load for x in mine):.2f})"
+            f"peak RSS {med[name].rss_mb:7.1f} MB, all processes {med[name].tree_rss_mb:7.1f} MB"
+            f"  (load {min(x.load for x in mine):.2f}-{max(x.load for x in mine):.2f})"
         )
     if "air" in med:
         e, a = med["evalstream"], med["air"]
         print(
             f"ratio evalstream/AIR: wall {e.wall_s / a.wall_s:.2f}x  cpu {e.cpu_s / a.cpu_s:.2f}x"
-            f"  peak RSS {e.rss_mb / a.rss_mb:.2f}x"
+            f"  peak RSS {e.rss_mb / a.rss_mb:.2f}x, all processes "
+            f"{e.tree_rss_mb / a.tree_rss_mb:.2f}x"
         )
         digest, count = fingerprint_air(work / "air.json")
         print(f"fingerprint AIR        {digest} ({count:,} results)")
@@ -276,13 +316,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(args.keep or tempfile.mkdtemp(prefix="air-compare-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     episodes_file = work / "episodes.json"
-    episodes = make_episodes(args.episodes, args.agents, args.steps)
-    episodes_file.write_text(json.dumps(episodes))
+    shape = f"{args.episodes} {args.agents} {args.steps} {SEED}"
+    made = work / "episodes.shape"  # a kept file of the same shape is used again
+    if not (episodes_file.exists() and made.exists() and made.read_text() == shape):
+        with episodes_file.open("w") as out:  # written an episode at a time: 1M is 1.4 GB
+            out.write("[")
+            for i, episode in enumerate(make_episodes(args.episodes, args.agents, args.steps)):
+                out.write((", " if i else "") + json.dumps(episode))
+            out.write("]")
+        made.write_text(shape)
     print(
-        f"{len(episodes):,} store episodes ({args.episodes:,} candidates, {args.agents} "
-        f"baselines, {args.steps} steps), {episodes_file.stat().st_size / 1e6:.1f} MB JSON"
+        f"{args.episodes + args.agents:,} store episodes ({args.episodes:,} candidates, "
+        f"{args.agents} baselines, {args.steps} steps), "
+        f"{episodes_file.stat().st_size / 1e6:.1f} MB JSON"
     )
-    del episodes
 
     def score_argv(out: Path, root: Path) -> list[str]:
         return [
@@ -331,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs.append(run)
             print(
                 f"round {r + 1} {name:10} wall {run.wall_s:6.2f} s  cpu {run.cpu_s:6.2f} s  "
-                f"peak RSS {run.rss_mb:7.1f} MB  load {run.load:.2f}",
+                f"peak RSS {run.rss_mb:7.1f} MB, all processes {run.tree_rss_mb:7.1f} MB  "
+                f"load {run.load:.2f}",
                 flush=True,
             )
 
