@@ -153,6 +153,10 @@ def summarise(
     }
 
 
+def _critical(summary: Mapping[str, JSON]) -> bool:
+    return bool(summary["critical_episodes"] or summary["critical_regressions"])
+
+
 @dataclass
 class ScoreRun:
     """The record of one scoring run (the `score-run` results file)."""
@@ -173,15 +177,15 @@ class ScoreRun:
     @property
     def critical(self) -> bool:
         """Whether any episode raised a CRITICAL alert or a CRITICAL regression fired."""
-        summary = self.summary()
-        return bool(summary["critical_episodes"] or summary["critical_regressions"])
+        return _critical(self.summary())
 
-    def exit_code(self) -> int:
+    def exit_code(self, summary: Mapping[str, JSON] | None = None) -> int:
         """0 every episode passed; 1 an episode failed (CRITICAL alert, failed assertion) or
-        a CRITICAL regression fired; 2 input that could not be scored."""
+        a CRITICAL regression fired; 2 input that could not be scored. `summary`: this
+        run's `summary()` when the caller has it already (it walks every episode)."""
         if self.rejected:
             return 2
-        if self.critical or any(not e.passed for e in self.episodes):
+        if _critical(summary or self.summary()) or any(not e.passed for e in self.episodes):
             return 1
         return 0
 

@@ -199,10 +199,9 @@ def _rules_file(path: str) -> dict[str, Any]:
     return obj
 
 
-def _summary_lines(run: ScoreRun) -> list[str]:
+def _summary_lines(run: ScoreRun, s: dict[str, Any]) -> list[str]:
     from evalstream.assertions.scores.run import SCORE_NAMES
 
-    s = run.summary()
     means = s["mean_scores"]
     shown = ", ".join(
         f"{name} {means[name]:.3f}" for name in SCORE_NAMES if means.get(name) is not None
@@ -312,7 +311,8 @@ def score(
         Path(save_baseline).write_bytes(
             orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
         )
-    for line in _summary_lines(run):
+    summary = obj["summary"]
+    for line in _summary_lines(run, summary):
         click.echo(line)
     for rejected in run.rejected:
         click.echo(f"error: {rejected.message}", err=True)
@@ -320,7 +320,7 @@ def score(
     if empty is not None:
         click.echo(f"error: {empty}; pass --allow-empty if that is expected", err=True)
         sys.exit(2)
-    sys.exit(run.exit_code())
+    sys.exit(run.exit_code(summary))
 
 
 def _nothing_evaluated(run: ScoreRun, settings: ScoreSettings) -> str | None:
@@ -425,7 +425,7 @@ def nightly(config_file: str | None, **options: Any) -> None:
         raise UserError(str(exc)) from exc
     with full_collections_deferred():
         result = _run(run_nightly(settings, now=_now()))
-    for line in _summary_lines(result.run):
+    for line in _summary_lines(result.run, result.run.summary()):
         click.echo(line)
     click.echo(f"reports: {result.json_path} {result.markdown_path}")
     for rejected in result.run.rejected:
