@@ -2,8 +2,10 @@
 nightly sweep.
 
 `score_episodes(settings, now=...)` reads episodes (from a store or files), turns each into
-signals, evaluates the suites on them, scores them against the chosen baseline, applies the
-per-episode alert rules and the windowed detector, and returns a `ScoreRun`.
+signals, evaluates the suites on them (without suites, it computes each episode's result
+directly from the episode, `connectors.codecs.store_results`), scores them against the
+chosen baseline, applies the per-episode alert rules and the windowed detector, and returns
+a `ScoreRun`.
 `run_nightly(settings, now=...)` does that for a time window (`since: 24h`) and writes the
 JSON and Markdown reports into a directory; it is a plain coroutine, callable from a cron
 job (`evalstream nightly`) or a faust crontab.
@@ -64,6 +66,7 @@ from evalstream.assertions.suite_format.suites import Suite, SuiteSet, load_suit
 from evalstream.assertions.wire.pricing import default_pricing, load_pricing
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
+from evalstream.connectors.codecs.store_results import StoreResult, episode_result
 from evalstream.connectors.episode_store import (
     MAX_PAGE,
     EpisodeQuery,
@@ -193,12 +196,34 @@ def _problems(exc: ValidationError) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Decoded:
-    where: str
-    signals: list[Signal]
+    """One valid episode, ready to score: its signals (evaluated against the suites), or,
+    with no suite, its result computed directly from the episode (`store_results`)."""
 
-    @property
-    def start(self) -> float:
-        return self.signals[0].ts
+    where: str
+    episode_id: str
+    start: float  # its first signal's time: episodes are scored in start order
+    attrs: Mapping[str, JSON]
+    running: bool
+    signals: list[Signal] | None = None
+    direct: StoreResult | None = None
+
+
+def _decode(
+    obj: JSON, where: str, label: str, settings: ScoreSettings, *, direct: bool
+) -> _Decoded:
+    """One episode to score; raises StoreEpisodeError for an invalid one (the same with or
+    without `direct`, which skips signals when no suite needs them)."""
+    if direct:
+        found = episode_result(obj, where=label, unknown_steps=settings.unknown_steps)
+        if found is not None:
+            result = found.result
+            return _Decoded(
+                where, result.episode_id, found.start, result.attrs, found.running, direct=found
+            )
+    signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
+    first = signals[0]
+    running = obj.get("status") == "running"
+    return _Decoded(where, first.episode_id, first.ts, first.attrs or {}, running, signals)
 
 
 async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[str, JSON]]:
@@ -357,30 +382,34 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
             else f"{where}: episode"
         )
         try:
-            signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
+            item = _decode(obj, where, label, settings, direct=not suites)
         except StoreEpisodeError as exc:
             scorer.reject(where, exc.reason, str(exc))
             continue
-        episode_id = signals[0].episode_id
-        if obj.get("status") == "running":
-            scorer.skip(episode_id, "still running")
-        elif episode_id not in decoded:  # a baseline-run episode may be listed twice
-            decoded[episode_id] = _Decoded(where, signals)
-    ordered = sorted(decoded.values(), key=lambda d: (d.start, d.signals[0].episode_id))
+        if item.running:
+            scorer.skip(item.episode_id, "still running")
+        elif item.episode_id not in decoded:  # a baseline-run episode may be listed twice
+            decoded[item.episode_id] = item
+    ordered = sorted(decoded.values(), key=lambda d: (d.start, d.episode_id))
 
     if settings.baseline == "run":
         ordered = _use_baseline_run(scorer, ordered, settings)
-    window_ids = [d.signals[0].episode_id for d in ordered]
+    window_ids = [d.episode_id for d in ordered]
     if isinstance(baselines, RollingBaselines) and settings.baseline_state:
         baselines = scorer.baselines = _starting_state(
             settings.baseline_state, baselines, window_ids
         )
     started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
     for item in ordered:
-        closed = scorer.evaluate(item.signals)
-        await resolve_judgements([closed], judge)
+        closed = None
+        if item.signals is not None:
+            closed = scorer.evaluate(item.signals)
+            await resolve_judgements([closed], judge)
         try:
-            scorer.score(closed)
+            if closed is not None:
+                scorer.score(closed)
+            elif item.direct is not None:
+                scorer.score_result(item.direct.result, item.direct.tool_names)
         except BaselineMismatchError as exc:
             scorer.reject(item.where, "baseline_mismatch", str(exc))
     if isinstance(baselines, RollingBaselines) and settings.baseline_state:
@@ -464,8 +493,7 @@ def _use_baseline_run(
     run_id = settings.baseline_run
 
     def in_run(item: _Decoded) -> bool:
-        attrs = item.signals[0].attrs or {}
-        return attrs.get("run_id") == run_id
+        return item.attrs.get("run_id") == run_id
 
     base = [d for d in ordered if in_run(d)]
     if not base:
@@ -475,6 +503,11 @@ def _use_baseline_run(
         )
     inputs = []
     for item in base:
+        if item.direct is not None:
+            direct = item.direct
+            inputs.append(ScoringInput.from_result(direct.result.reported(), direct.tool_names))
+            continue
+        assert item.signals is not None
         closed = scorer.evaluate(item.signals)
         inputs.append(
             ScoringInput.from_result(closed.report(), closed.evaluation.facts.tool_names())
