@@ -2,8 +2,10 @@
 nightly sweep.
 
 `score_episodes(settings, now=...)` reads episodes (from a store or files), turns each into
-signals, evaluates the suites on them, scores them against the chosen baseline, applies the
-per-episode alert rules and the windowed detector, and returns a `ScoreRun`.
+signals, evaluates the suites on them (without suites, it computes each episode's result
+directly from the episode, `connectors.codecs.store_results`), scores them against the
+chosen baseline, applies the per-episode alert rules and the windowed detector, and returns
+a `ScoreRun`.
 `run_nightly(settings, now=...)` does that for a time window (`since: 24h`) and writes the
 JSON and Markdown reports into a directory; it is a plain coroutine, callable from a cron
 job (`evalstream nightly`) or a faust crontab.
@@ -65,6 +67,7 @@ from evalstream.assertions.suite_format.suites import Suite, SuiteSet, load_suit
 from evalstream.assertions.wire.pricing import default_pricing, load_pricing
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
+from evalstream.connectors.codecs.store_results import StoreResult, episode_result
 from evalstream.connectors.episode_store import (
     MAX_PAGE,
     EpisodeQuery,
@@ -209,12 +212,34 @@ def _problems(exc: ValidationError) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Decoded:
-    where: str
-    signals: list[Signal]
+    """One valid episode, ready to score: its signals (evaluated against the suites), or,
+    with no suite, its result computed directly from the episode (`store_results`)."""
 
-    @property
-    def start(self) -> float:
-        return self.signals[0].ts
+    where: str
+    episode_id: str
+    start: float  # its first signal's time: episodes are scored in start order
+    attrs: Mapping[str, JSON]
+    running: bool
+    signals: list[Signal] | None = None
+    direct: StoreResult | None = None
+
+
+def _decode(
+    obj: JSON, where: str, label: str, settings: ScoreSettings, *, direct: bool
+) -> _Decoded:
+    """One episode to score; raises StoreEpisodeError for an invalid one (the same with or
+    without `direct`, which skips signals when no suite needs them)."""
+    if direct:
+        found = episode_result(obj, where=label, unknown_steps=settings.unknown_steps)
+        if found is not None:
+            result = found.result
+            return _Decoded(
+                where, result.episode_id, found.start, result.attrs, found.running, direct=found
+            )
+    signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
+    first = signals[0]
+    running = obj.get("status") == "running"
+    return _Decoded(where, first.episode_id, first.ts, first.attrs or {}, running, signals)
 
 
 def _queries(
@@ -447,6 +472,7 @@ class _Sweep:
         self.position = 0  # of the item in the run's input
         self.streams: set[tuple[JSON, JSON]] = set()  # raw (agent, variant) pairs
         self.keys: set[tuple[JSON, JSON]] = set()  # raw (agent, case) pairs
+        self.direct = not scorer.suite_set.suites  # no suite needs the signals
         self.label = (
             f"episode store {settings.store_url}: episode"
             if settings.store_url is not None
@@ -468,20 +494,17 @@ class _Sweep:
             return
         label = self.label or f"{where}: episode"
         try:
-            signals = episode_to_signals(
-                obj, where=label, unknown_steps=self.settings.unknown_steps
-            )
+            item = _decode(obj, where, label, self.settings, direct=self.direct)
         except StoreEpisodeError as exc:
             if mine:
                 self._reject(position, where, exc.reason, str(exc))
             return
-        episode_id = signals[0].episode_id
-        if obj.get("status") == "running":
+        if item.running:
             if mine:
-                self.scorer.skip(episode_id, "still running")
+                self.scorer.skip(item.episode_id, "still running")
                 self.out.skipped_at.append(position)
-        elif episode_id not in self.decoded:  # a baseline-run episode may be listed twice
-            self.decoded[episode_id] = _Decoded(where, signals)
+        elif item.episode_id not in self.decoded:  # a baseline-run episode may be listed twice
+            self.decoded[item.episode_id] = item
 
     def _reject(self, position: int, where: str, reason: str, message: str) -> None:
         self.scorer.reject(where, reason, message)
@@ -507,11 +530,11 @@ class _Sweep:
         """Score the decoded episodes in start order; yields each closed episode that has
         judgements pending, to be resolved before the iteration goes on."""
         settings, scorer = self.settings, self.scorer
-        ordered = sorted(self.decoded.values(), key=lambda d: (d.start, d.signals[0].episode_id))
+        ordered = sorted(self.decoded.values(), key=lambda d: (d.start, d.episode_id))
         self.decoded = {}
         if settings.baseline == "run":
             ordered = _use_baseline_run(scorer, ordered, settings)
-        window_ids = [d.signals[0].episode_id for d in ordered]
+        window_ids = [d.episode_id for d in ordered]
         baselines = scorer.baselines
         state_path = settings.baseline_state
         if isinstance(baselines, RollingBaselines) and state_path:
@@ -519,16 +542,22 @@ class _Sweep:
         started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
         out = self.out
         for item in ordered:
-            closed = scorer.evaluate(item.signals)
-            if closed.pending:
-                yield closed
-            key = (item.start, item.signals[0].episode_id)
+            key = (item.start, item.episode_id)
             before = len(scorer.regressions)
+            closed = None
+            if item.signals is not None:
+                closed = scorer.evaluate(item.signals)
+                if closed.pending:
+                    yield closed
             try:
-                scorer.score(closed)
+                if closed is not None:
+                    scorer.score(closed)
+                else:
+                    assert item.direct is not None
+                    scorer.score_result(item.direct.result, item.direct.tool_names)
             except BaselineMismatchError as exc:
                 scorer.reject(item.where, "baseline_mismatch", str(exc))
-                out.rejected_at.append((1, item.start, key[1]))
+                out.rejected_at.append((1, item.start, item.episode_id))
             else:
                 out.episode_keys.append(key)
             out.regression_keys.extend([key] * (len(scorer.regressions) - before))
@@ -622,8 +651,7 @@ def _use_baseline_run(
     run_id = settings.baseline_run
 
     def in_run(item: _Decoded) -> bool:
-        attrs = item.signals[0].attrs or {}
-        return attrs.get("run_id") == run_id
+        return item.attrs.get("run_id") == run_id
 
     base = [d for d in ordered if in_run(d)]
     if not base:
@@ -633,6 +661,11 @@ def _use_baseline_run(
         )
     inputs = []
     for item in base:
+        if item.direct is not None:
+            direct = item.direct
+            inputs.append(ScoringInput.from_result(direct.result.reported(), direct.tool_names))
+            continue
+        assert item.signals is not None
         closed = scorer.evaluate(item.signals)
         inputs.append(
             ScoringInput.from_result(closed.report(), closed.evaluation.facts.tool_names())

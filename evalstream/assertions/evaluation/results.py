@@ -98,6 +98,26 @@ class EpisodeResult:
         status = self.status
         return None if status == "unevaluated" else status == "passed"
 
+    def reported(self) -> EpisodeResult:
+        """This result, checked to render (`to_json`); when rendering raises, the episode as
+        status `error` (as `ClosedEpisode.report` gives it): its id, case, close reason,
+        counts and attributes, none of its evaluation."""
+        try:
+            self.to_json()
+        except Exception as exc:  # any failure is this episode's alone
+            return EpisodeResult(
+                episode_id=self.episode_id,
+                case_id=self.case_id,
+                close_reason=self.close_reason,
+                signals=self.signals,
+                duplicates=self.duplicates,
+                assertions=[],
+                metrics=EpisodeMetrics(),
+                attrs=dict(self.attrs),
+                error=describe_error(exc),
+            )
+        return self
+
     def to_json(self) -> dict[str, JSON]:
         output = self.output
         if output is not None and len(output) > OUTPUT_PREVIEW_CHARS:

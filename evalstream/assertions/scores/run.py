@@ -8,6 +8,7 @@ optionally the windowed `RegressionDetector` — over complete episodes given on
     scorer = Scorer(suite_set, baselines=RollingBaselines(20))
     closed = scorer.evaluate(signals)            # one episode's signals; resolve judgements
     scored = scorer.score(closed)                # scores, alerts, windowed events
+    # or, with a result computed without signals:  scorer.score_result(result, tool_names)
     run = scorer.run(created_at=..., source=..., baseline=...)   # the `score-run` record
 
 Feed episodes in start order: a rolling baseline is causal (an episode is never part of its
@@ -34,6 +35,7 @@ from evalstream.assertions.alerting.alert_rules import (
 from evalstream.assertions.alerting.regression import AlertEvent, Observation, RegressionDetector
 from evalstream.assertions.errors import InputError
 from evalstream.assertions.evaluation.assembly import ClosedEpisode, CloseRules, EpisodeAssembler
+from evalstream.assertions.evaluation.results import EpisodeResult
 from evalstream.assertions.evaluation.verdicts import Verdict
 from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines
 from evalstream.assertions.scores.dimensions import (
@@ -299,8 +301,12 @@ class Scorer:
         return closed[0]
 
     def score(self, closed: ClosedEpisode) -> ScoredEpisode:
-        result = closed.result()
-        inp = ScoringInput.from_result(result, closed.evaluation.facts.tool_names())
+        return self.score_result(closed.result(), closed.evaluation.facts.tool_names())
+
+    def score_result(self, result: EpisodeResult, tool_names: Sequence[str]) -> ScoredEpisode:
+        """`score` of an episode's result and its tool-call names, however they were computed
+        (a closed episode's `result()` and facts, or a codec that computes them directly)."""
+        inp = ScoringInput.from_result(result, tool_names)
         baseline = None
         if self.baselines is not None:
             agent = inp.attrs.get("agent_id")

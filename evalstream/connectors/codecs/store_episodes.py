@@ -31,7 +31,8 @@ episode, the step and the fix — never a silent zero):
 
 - `episode_id`, `agent_id` (non-empty strings), `status` (one of STATUSES) and `steps` (a
   list) are required; `step_type` must be one of STEP_TYPES, unless `unknown_steps="keep"`,
-  which turns such a step into a `step:<type>` signal that counts toward nothing.
+  which turns such a step into a `step:<type>` signal that counts toward nothing (but an
+  error, when the type ends in `:error`).
 - `cost_usd` is required on an `llm_call` (the store records no token split, so cost cannot
   be recomputed from a pricing table) and must be a finite number >= 0 on every step; a
   non-zero cost on a non-LLM step is rejected, since evalstream counts cost from LLM calls.
@@ -43,12 +44,16 @@ episode, the step and the fix — never a silent zero):
   one ended. An episode with no time at all is rejected.
 - The final output (`harness:end.output`) is `metadata.final_output` or `metadata.output`
   when present; otherwise the episode output is the last LLM call's `output_summary`.
+
+`EpisodeWalk` applies these rules step by step; `episode_to_signals` builds the signals from
+its walk, and `store_results.episode_result` the result scoring reads, by the same rules.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any, Literal
 
 from evalstream.assertions.errors import SignalDecodeError
@@ -99,6 +104,18 @@ def _amount(obj: Mapping[str, JSON], key: str, where: str, reason: str) -> float
     return number
 
 
+def _number(value: JSON) -> float | None:
+    """`value` as a float when it is a finite number >= 0 of an exact JSON number type; None
+    otherwise (absent or not valid: `_amount` then decides, with its message). The check
+    every valid value passes, without building the message's `where`."""
+    kind = type(value)
+    if kind is float or kind is int:
+        number = float(value)
+        if 0.0 <= number < math.inf:
+            return number
+    return None
+
+
 def _time(obj: Mapping[str, JSON], key: str, where: str) -> float | None:
     value = obj.get(key)
     if value is None:
@@ -112,23 +129,31 @@ def _time(obj: Mapping[str, JSON], key: str, where: str) -> float | None:
 def _ordered_steps(raw: list[JSON], where: str) -> list[tuple[int, Mapping[str, JSON]]]:
     """(step index, step), by `step_index` when every step has one, else in list order."""
     steps: list[tuple[int, Mapping[str, JSON]]] = []
+    indexed = True  # every step has a `step_index`
     for pos, step in enumerate(raw):
-        at = f"{where} steps[{pos}]"
-        if not isinstance(step, Mapping):
+        if type(step) is not dict and not isinstance(step, Mapping):
+            at = f"{where} steps[{pos}]"
             raise _fail("not_an_object", at, f"a step must be an object, got {step!r}")
         index = step.get("step_index")
-        if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+        if index is None:
+            indexed = False
+            steps.append((pos, step))
+            continue
+        if type(index) is not int and (isinstance(index, bool) or not isinstance(index, int)):
+            at = f"{where} steps[{pos}]"
             raise _fail("bad_field", at, f"`step_index` must be an integer >= 0, got {index!r}")
-        if index is not None and index < 0:
+        if index < 0:
+            at = f"{where} steps[{pos}]"
             raise _fail("bad_field", at, f"`step_index` must be an integer >= 0, got {index!r}")
-        steps.append((pos if index is None else index, step))
-    if all(step.get("step_index") is not None for step in raw):
-        seen: set[int] = set()
-        for index, _ in steps:
-            if index in seen:
-                raise _fail("bad_field", where, f"two steps have `step_index` {index}")
-            seen.add(index)
-        steps.sort(key=lambda item: item[0])
+        steps.append((index, step))
+    if indexed:
+        if len({index for index, _ in steps}) != len(steps):
+            seen: set[int] = set()
+            for index, _ in steps:
+                if index in seen:
+                    raise _fail("bad_field", where, f"two steps have `step_index` {index}")
+                seen.add(index)
+        steps.sort(key=itemgetter(0))
     return steps
 
 
@@ -148,35 +173,211 @@ def _episode_attrs(
     return attrs
 
 
-class _Step:
+class StoreStep:
     """One validated step: where it is, when it starts and ends, its cost and error."""
 
-    __slots__ = ("at", "cost", "end", "error", "index", "obj", "tokens", "ts")
+    __slots__ = ("cost", "end", "error", "index", "obj", "tokens", "ts", "where")
 
-    def __init__(self, index: int, obj: Mapping[str, JSON], at: str, ts: float) -> None:
+    def __init__(self, index: int, obj: Mapping[str, JSON], where: str, ts: float) -> None:
+        """`where` names the episode; `at` adds the step (built only for a message)."""
         self.index = index
         self.obj = obj
-        self.at = at
+        self.where = where
         self.ts = ts
-        self.end = ts + (_amount(obj, "duration_ms", at, "bad_field") or 0.0)
-        tokens = _amount(obj, "tokens", at, "bad_field")
-        if tokens is not None and not tokens.is_integer():
-            raise _fail("bad_field", at, f"`tokens` must be a whole number, got {tokens!r}")
+        get = obj.get
+        duration = get("duration_ms")
+        if duration is not None:
+            duration = _number(duration)
+            if duration is None:
+                duration = _amount(obj, "duration_ms", self.at, "bad_field")
+        self.end = ts + (duration or 0.0)
+        tokens = get("tokens")
+        if tokens is not None:
+            tokens = _number(tokens)
+            if tokens is None:
+                tokens = _amount(obj, "tokens", self.at, "bad_field")
+            if tokens is not None and not tokens.is_integer():
+                raise _fail(
+                    "bad_field", self.at, f"`tokens` must be a whole number, got {tokens!r}"
+                )
         self.tokens = tokens
-        self.cost = _amount(obj, "cost_usd", at, "bad_cost")
-        self.error = obj.get("error")
+        cost = get("cost_usd")
+        if cost is not None:
+            cost = _number(cost)
+            if cost is None:
+                cost = _amount(obj, "cost_usd", self.at, "bad_cost")
+        self.cost = cost
+        self.error = get("error")
+
+    @property
+    def at(self) -> str:
+        """Where the step is, for messages: the episode, then `step <index>`."""
+        return f"{self.where} step {self.index}"
 
 
-class _Converter:
+def _step_text(step: StoreStep, key: str, *, required: bool) -> str | None:
+    """`_text` of a step field, naming the step only when the field is not valid."""
+    value = step.obj.get(key)
+    if type(value) is str and value:
+        return value
+    if value is None and not required:
+        return None
+    return _text(step.obj, key, step.at, required=required)
+
+
+class EpisodeWalk:
+    """Validates one episode (the rules of the module docstring) and hands each validated
+    part, in order, to a hook; subclasses say what the parts become (signals here, an
+    episode result in `store_results`), so both read episodes by the same rules.
+
+    A hook runs only once its part is valid; a violation raises `StoreEpisodeError` before
+    the hook of the step it is in, and the walk's end (`end`) comes after every check.
+    """
+
+    def __init__(self, unknown_steps: UnknownSteps = "error") -> None:
+        self.unknown_steps = unknown_steps
+        self.episode_id = ""
+        self.agent_id = ""
+        self.status = ""
+        self.cost_usd = 0.0  # the sum of the LLM calls' costs, checked against the stated total
+
+    # --- hooks ----------------------------------------------------------------------------
+
+    def ordered(self, steps: list[tuple[int, Mapping[str, JSON]]]) -> None:
+        """The steps in the order they are walked, before any of them is checked."""
+
+    def start(self, started: float, attrs: dict[str, JSON]) -> None:
+        """The episode starts at `started` (epoch ms) with these attributes."""
+
+    def llm_call(self, step: StoreStep, model: str | None, provider: str | None) -> None:
+        """An LLM call (its `cost` is known)."""
+
+    def tool_call(self, step: StoreStep, name: str) -> None:
+        """A call of tool `name`."""
+
+    def tool_result(self, step: StoreStep, name: str | None) -> None:
+        """A tool's result."""
+
+    def decision(self, step: StoreStep) -> None:
+        """A decision step."""
+
+    def error_step(self, step: StoreStep, message: JSON) -> None:
+        """An `error` step, with its message (`error`, else `output_summary`)."""
+
+    def unknown_step(self, step: StoreStep, step_type: str) -> None:
+        """A step of a type outside STEP_TYPES, kept (`unknown_steps="keep"`)."""
+
+    def end(self, finish: float, duration_ms: float, output: JSON) -> None:
+        """A finished episode ends at `finish`; `output` is the metadata output, or None."""
+
+    # --- the walk -------------------------------------------------------------------------
+
+    def walk(self, obj: Mapping[str, JSON], where: str) -> None:
+        """Validate `obj` and call the hooks; `where` prefixes every error message."""
+        episode_id, agent_id, status, raw_steps, metadata = _header(obj, where)
+        self.episode_id, self.agent_id, self.status = episode_id, agent_id, status
+        where = f"{where} {episode_id!r}"
+        steps = _ordered_steps(raw_steps, where)
+        self.ordered(steps)
+        started = _time(obj, "started_at", where)
+        ended = _time(obj, "ended_at", where)
+        if started is None:
+            for index, raw in steps:
+                started = _time(raw, "timestamp", f"{where} step {index}")
+                if started is not None:
+                    break
+        if started is None:
+            raise _fail(
+                "missing_field",
+                where,
+                "has no `started_at` and no step has a `timestamp`: its latency is unknown",
+            )
+
+        self.start(started, _episode_attrs(obj, agent_id, status, metadata))
+        cursor = started
+        for index, raw in steps:
+            ts = _time(raw, "timestamp", f"{where} step {index}")
+            if ts is None:
+                ts = cursor
+            current = StoreStep(index, raw, where, ts)
+            cursor = max(cursor, current.end)
+            self._step(current)
+
+        stated = _amount(obj, "total_cost_usd", where, "bad_cost")
+        if stated is not None and abs(stated - self.cost_usd) > COST_TOLERANCE_USD + 1e-9 * stated:
+            raise _fail(
+                "cost_mismatch",
+                where,
+                f"`total_cost_usd` {stated!r} is not the sum of its step costs "
+                f"({self.cost_usd!r}): are steps missing? Fetch the full episode",
+            )
+        if status == "running":
+            return
+        finish = cursor if ended is None else ended
+        if finish < started:
+            raise _fail(
+                "bad_timestamp", where, f"`ended_at` is {started - finish:g} ms before `started_at`"
+            )
+        output = None
+        for key in OUTPUT_METADATA_KEYS:
+            if metadata.get(key) is not None:
+                output = metadata[key]
+                break
+        self.end(finish, finish - started, output)
+
+    def _step(self, step: StoreStep) -> None:
+        step_type = step.obj.get("step_type")
+        if step_type is None:
+            raise _fail("missing_field", step.at, f"has no `step_type` ({', '.join(STEP_TYPES)})")
+        if step_type == "llm_call":
+            if step.cost is None:
+                raise _fail(
+                    "bad_cost",
+                    step.at,
+                    "LLM call has no `cost_usd`; the store keeps no token split, so its cost "
+                    "cannot be priced: record the cost (0 for a free model)",
+                )
+            self.cost_usd += step.cost
+            model = _step_text(step, "model", required=False)
+            provider = _step_text(step, "provider", required=False)
+            self.llm_call(step, model, provider)
+            return
+        if step.cost:
+            raise _fail(
+                "bad_cost",
+                step.at,
+                f"{step_type} step has `cost_usd` {step.cost!r}, but evalstream counts cost "
+                "from LLM calls only: record it on the LLM call that spent it",
+            )
+        if step_type == "tool_call":
+            name = _step_text(step, "tool_name", required=True)
+            assert name is not None
+            self.tool_call(step, name)
+        elif step_type == "tool_result":
+            self.tool_result(step, _step_text(step, "tool_name", required=False))
+        elif step_type == "decision":
+            self.decision(step)
+        elif step_type == "error":
+            message = step.error if step.error is not None else step.obj.get("output_summary")
+            self.error_step(step, message)
+        elif self.unknown_steps == "keep" and isinstance(step_type, str) and step_type:
+            self.unknown_step(step, step_type)
+        else:
+            raise _fail(
+                "unknown_step_type",
+                step.at,
+                f"unknown `step_type` {step_type!r}; valid: {', '.join(STEP_TYPES)}",
+            )
+
+
+class _SignalBuilder(EpisodeWalk):
     """Builds the signals of one episode with derived ids and sequence numbers."""
 
-    def __init__(self, episode_id: str, agent_id: str, unknown_steps: UnknownSteps) -> None:
-        self.episode_id = episode_id
-        self.agent_id = agent_id
-        self.unknown_steps = unknown_steps
+    def __init__(self, unknown_steps: UnknownSteps) -> None:
+        super().__init__(unknown_steps)
         self.signals: list[Signal] = []
-        self.cost_usd = 0.0
         self.open_calls: dict[str, list[str]] = {}  # tool name -> calls without a result yet
+        self.begin = ""
 
     def add(
         self,
@@ -204,55 +405,20 @@ class _Converter:
         self.signals.append(sig)
         return sig
 
-    def step(self, step: _Step) -> None:
-        step_type = step.obj.get("step_type")
-        if step_type is None:
-            raise _fail("missing_field", step.at, f"has no `step_type` ({', '.join(STEP_TYPES)})")
-        if step_type == "llm_call":
-            self.llm_call(step)
-            return
-        if step.cost:
-            raise _fail(
-                "bad_cost",
-                step.at,
-                f"{step_type} step has `cost_usd` {step.cost!r}, but evalstream counts cost "
-                "from LLM calls only: record it on the LLM call that spent it",
-            )
-        if step_type == "tool_call":
-            self.tool_call(step)
-        elif step_type == "tool_result":
-            self.tool_result(step)
-        elif step_type == "decision":
-            self.decision(step)
-        elif step_type == "error":
-            message = step.error if step.error is not None else step.obj.get("output_summary")
-            self.add(
-                f"{step.index}:error",
-                "agent:error",
-                step.end,
-                {"agent": self.agent_id, "error": message},
-            )
-        elif self.unknown_steps == "keep" and isinstance(step_type, str) and step_type:
-            self.add(f"{step.index}:step", f"step:{step_type}", step.end, dict(step.obj))
-        else:
-            raise _fail(
-                "unknown_step_type",
-                step.at,
-                f"unknown `step_type` {step_type!r}; valid: {', '.join(STEP_TYPES)}",
-            )
+    def start(self, started: float, attrs: dict[str, JSON]) -> None:
+        agent_id = self.agent_id
+        begin = self.add("start", "harness:start", started, {"agents": [agent_id]}, attrs=attrs)
+        self.begin = begin.id
+        self.add(
+            "activated",
+            "agent:activated",
+            started,
+            {"agent": agent_id, "trigger": "harness:start"},
+            parent=begin.id,
+        )
 
-    def llm_call(self, step: _Step) -> None:
-        obj, at, index = step.obj, step.at, step.index
-        if step.cost is None:
-            raise _fail(
-                "bad_cost",
-                at,
-                "LLM call has no `cost_usd`; the store keeps no token split, so its cost "
-                "cannot be priced: record the cost (0 for a free model)",
-            )
-        self.cost_usd += step.cost
-        model = _text(obj, "model", at, required=False)
-        provider = _text(obj, "provider", at, required=False)
+    def llm_call(self, step: StoreStep, model: str | None, provider: str | None) -> None:
+        obj, index = step.obj, step.index
         call = self.add(
             f"{index}:start",
             "provider:start",
@@ -284,9 +450,7 @@ class _Converter:
                 provider=provider,
             )
 
-    def tool_call(self, step: _Step) -> None:
-        name = _text(step.obj, "tool_name", step.at, required=True)
-        assert name is not None
+    def tool_call(self, step: StoreStep, name: str) -> None:
         call_id = f"{self.episode_id}:{step.index}:tool"
         self.open_calls.setdefault(name, []).append(call_id)
         call = self.add(
@@ -297,8 +461,7 @@ class _Converter:
         )
         self.tool_error(step, call_id, name, call.id)
 
-    def tool_result(self, step: _Step) -> None:
-        name = _text(step.obj, "tool_name", step.at, required=False)
+    def tool_result(self, step: StoreStep, name: str | None) -> None:
         pending = self.open_calls.get(name or "")
         call_id = pending.pop() if pending else None
         result = self.add(
@@ -310,7 +473,9 @@ class _Converter:
         )
         self.tool_error(step, call_id, name, result.id)
 
-    def tool_error(self, step: _Step, call_id: str | None, name: str | None, parent: str) -> None:
+    def tool_error(
+        self, step: StoreStep, call_id: str | None, name: str | None, parent: str
+    ) -> None:
         if step.error:
             self.add(
                 f"{step.index}:error",
@@ -320,7 +485,7 @@ class _Converter:
                 parent=parent,
             )
 
-    def decision(self, step: _Step) -> None:
+    def decision(self, step: StoreStep) -> None:
         obj = step.obj
         made = self.add(
             f"{step.index}:decision",
@@ -340,6 +505,26 @@ class _Converter:
                 {"agent": self.agent_id, "error": step.error},
                 parent=made.id,
             )
+
+    def error_step(self, step: StoreStep, message: JSON) -> None:
+        self.add(
+            f"{step.index}:error",
+            "agent:error",
+            step.end,
+            {"agent": self.agent_id, "error": message},
+        )
+
+    def unknown_step(self, step: StoreStep, step_type: str) -> None:
+        self.add(f"{step.index}:step", f"step:{step_type}", step.end, dict(step.obj))
+
+    def end(self, finish: float, duration_ms: float, output: JSON) -> None:
+        status = self.status
+        done = "agent:completed" if status == "success" else "agent:stopped"
+        self.add("done", done, finish, {"agent": self.agent_id, "status": status})
+        end_payload: dict[str, JSON] = {"durationMs": duration_ms, "status": status}
+        if output is not None:
+            end_payload["output"] = output
+        self.add("end", "harness:end", finish, end_payload, parent=self.begin)
 
 
 def _header(obj: JSON, where: str) -> tuple[str, str, str, list[JSON], Mapping[str, JSON]]:
@@ -376,62 +561,6 @@ def episode_to_signals(
 
     `where` prefixes every error message (a file name and line, a URL).
     """
-    episode_id, agent_id, status, raw_steps, metadata = _header(obj, where)
-    where = f"{where} {episode_id!r}"
-    steps = _ordered_steps(raw_steps, where)
-    started = _time(obj, "started_at", where)
-    ended = _time(obj, "ended_at", where)
-    if started is None:
-        for index, raw in steps:
-            started = _time(raw, "timestamp", f"{where} step {index}")
-            if started is not None:
-                break
-    if started is None:
-        raise _fail(
-            "missing_field",
-            where,
-            "has no `started_at` and no step has a `timestamp`: its latency is unknown",
-        )
-
-    out = _Converter(episode_id, agent_id, unknown_steps)
-    attrs = _episode_attrs(obj, agent_id, status, metadata)
-    begin = out.add("start", "harness:start", started, {"agents": [agent_id]}, attrs=attrs)
-    out.add(
-        "activated",
-        "agent:activated",
-        started,
-        {"agent": agent_id, "trigger": "harness:start"},
-        parent=begin.id,
-    )
-    cursor = started
-    for index, raw in steps:
-        at = f"{where} step {index}"
-        ts = _time(raw, "timestamp", at)
-        current = _Step(index, raw, at, cursor if ts is None else ts)
-        cursor = max(cursor, current.end)
-        out.step(current)
-
-    stated = _amount(obj, "total_cost_usd", where, "bad_cost")
-    if stated is not None and abs(stated - out.cost_usd) > COST_TOLERANCE_USD + 1e-9 * stated:
-        raise _fail(
-            "cost_mismatch",
-            where,
-            f"`total_cost_usd` {stated!r} is not the sum of its step costs ({out.cost_usd!r}): "
-            "are steps missing? Fetch the full episode",
-        )
-    if status == "running":
-        return out.signals
-    finish = cursor if ended is None else ended
-    if finish < started:
-        raise _fail(
-            "bad_timestamp", where, f"`ended_at` is {started - finish:g} ms before `started_at`"
-        )
-    done = "agent:completed" if status == "success" else "agent:stopped"
-    out.add("done", done, finish, {"agent": agent_id, "status": status})
-    end_payload: dict[str, JSON] = {"durationMs": finish - started, "status": status}
-    for key in OUTPUT_METADATA_KEYS:
-        if metadata.get(key) is not None:
-            end_payload["output"] = metadata[key]
-            break
-    out.add("end", "harness:end", finish, end_payload, parent=begin.id)
+    out = _SignalBuilder(unknown_steps)
+    out.walk(obj, where)
     return out.signals
