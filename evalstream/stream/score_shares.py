@@ -69,6 +69,7 @@ class ShareResult:
 
     episodes: list[ScoredEpisode] = field(default_factory=list)
     episode_keys: list[EpisodeKey] = field(default_factory=list)
+    episode_json: list[bytes] = field(default_factory=list)  # each record, rendered
     regressions: list[AlertEvent] = field(default_factory=list)
     regression_keys: list[EpisodeKey] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
@@ -88,6 +89,7 @@ def merge_shares(shares: list[ShareResult]) -> ShareResult:
     """The shares' records as one process would have listed them."""
     return ShareResult(
         episodes=_merged([(s.episode_keys, s.episodes) for s in shares]),
+        episode_json=_merged([(s.episode_keys, s.episode_json) for s in shares]),
         regressions=_merged([(s.regression_keys, s.regressions) for s in shares]),
         rejected=_merged([(s.rejected_at, s.rejected) for s in shares]),
         skipped=_merged([(s.skipped_at, s.skipped) for s in shares]),

@@ -55,7 +55,8 @@ from evalstream.assertions.alerting.regression import RegressionConfig, Regressi
 from evalstream.assertions.errors import InputError
 from evalstream.assertions.evaluation.assembly import ClosedEpisode
 from evalstream.assertions.file_kinds import FileKind
-from evalstream.assertions.reports.score_report import render_json, render_markdown
+from evalstream.assertions.reports.score_report import render_markdown
+from evalstream.assertions.reports.score_run_json import episode_json, score_run_json
 from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
 from evalstream.assertions.scores.dimensions import (
     BaselineMismatchError,
@@ -439,7 +440,9 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
     else:
         source = {"files": list(settings.files)}
     created = now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    return scorer.run(created_at=created, source=source, baseline=baseline_info)
+    run = scorer.run(created_at=created, source=source, baseline=baseline_info)
+    run.rendered_episodes = merged.episode_json
+    return run
 
 
 def _score_share(
@@ -570,8 +573,11 @@ class _Sweep:
             await resolve_judgements([closed], judge)
 
     def result(self) -> ShareResult:
+        """The share's records, each episode's also rendered for the results file (here, in
+        the process that scored it: a split run renders on every core)."""
         out, scorer = self.out, self.scorer
         out.episodes, out.regressions = scorer.episodes, scorer.regressions
+        out.episode_json = [episode_json(e) for e in scorer.episodes]
         out.rejected, out.skipped = scorer.rejected, scorer.skipped
         return out
 
@@ -697,10 +703,11 @@ async def run_nightly(settings: NightlySettings, *, now: datetime) -> NightlyRes
     except OSError as exc:
         raise SweepError(f"cannot create the report directory {out}: {exc.strerror}") from exc
     stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    obj = run.to_json()
+    summary = run.summary()
+    obj = run.to_json(summary)
     json_path = out / f"score-{stamp}.json"
     markdown_path = out / f"score-{stamp}.md"
-    json_path.write_text(render_json(obj), encoding="utf-8")
+    json_path.write_bytes(score_run_json(run, summary) + b"\n")
     markdown_path.write_text(render_markdown(obj), encoding="utf-8")
     if run.rejected:
         code = 2

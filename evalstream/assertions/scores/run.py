@@ -171,6 +171,9 @@ class ScoreRun:
     rejected: list[Rejected] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     config: Mapping[str, JSON] = field(default_factory=dict)
+    # Each episode's record already rendered for the results file (`score_run_json`), in
+    # `episodes` order, when whoever scored them rendered them as they went.
+    rendered_episodes: list[bytes] | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, JSON]:
         """The results file's `summary`, without rendering every episode's record."""
@@ -191,7 +194,11 @@ class ScoreRun:
             return 1
         return 0
 
-    def to_json(self) -> dict[str, JSON]:
+    def to_json(
+        self, summary: Mapping[str, JSON] | None = None, *, episodes: bool = True
+    ) -> dict[str, JSON]:
+        """The results file's record; `summary` when the caller has it already, and
+        `episodes=False` leaves the episodes' list empty (`score_run_json` fills it in)."""
         return {
             "kind": KIND,
             "version": VERSION,
@@ -199,8 +206,8 @@ class ScoreRun:
             "source": dict(self.source),
             "baseline": dict(self.baseline),
             "config": dict(self.config),
-            "summary": self.summary(),
-            "episodes": [e.to_json() for e in self.episodes],
+            "summary": dict(summary) if summary is not None else self.summary(),
+            "episodes": [e.to_json() for e in self.episodes] if episodes else [],
             "regressions": [r.to_json() for r in self.regressions],
             "rejected": [r.to_json() for r in self.rejected],
             "skipped": list(self.skipped),

@@ -288,6 +288,7 @@ def score(
     import orjson
 
     from evalstream.assertions.reports.score_report import render_markdown
+    from evalstream.assertions.reports.score_run_json import score_run_json
     from evalstream.assertions.scores.run import baselines_of
     from evalstream.stream.score_sweep import ScoreSettings, score_episodes
 
@@ -298,11 +299,11 @@ def score(
         raise UserError(str(exc)) from exc
     with full_collections_deferred():
         run = _run(score_episodes(settings, now=_now()))
-        obj = run.to_json()
-    if output:
-        Path(output).write_bytes(orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n")
-    if markdown:
-        Path(markdown).write_text(render_markdown(obj), encoding="utf-8")
+        summary = run.summary()
+        if output:
+            Path(output).write_bytes(score_run_json(run, summary) + b"\n")
+        if markdown:
+            Path(markdown).write_text(render_markdown(run.to_json(summary)), encoding="utf-8")
     if save_baseline:
         try:
             saved = baselines_of(run, source=f"score-run:{run.created_at}")
@@ -311,7 +312,6 @@ def score(
         Path(save_baseline).write_bytes(
             orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
         )
-    summary = obj["summary"]
     for line in _summary_lines(run, summary):
         click.echo(line)
     for rejected in run.rejected:

@@ -1,0 +1,47 @@
+"""The results file of a scoring run, written from episode records rendered as they were scored.
+
+`score_run_json(run)` is `orjson.dumps(run.to_json(), option=OPT_INDENT_2)` byte for byte,
+but each episode's record is rendered on its own (`episode_json`) — by the process that
+scored it, when a run is split across processes — and spliced into the document, instead of
+the whole run's records being built as one tree of dicts at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from evalstream.assertions.scores.run import ScoredEpisode, ScoreRun
+
+JSON = Any
+_INDENT = b"    "  # an episode's record sits two levels deep: run -> episodes -> record
+_EMPTY_EPISODES = b'\n  "episodes": [],\n'
+
+
+def episode_json(episode: ScoredEpisode) -> bytes:
+    """One episode's record as the results file holds it, indented for its place."""
+    text = orjson.dumps(episode.to_json(), option=orjson.OPT_INDENT_2)
+    return _INDENT + text.replace(b"\n", b"\n" + _INDENT)
+
+
+def score_run_json(run: ScoreRun, summary: Mapping[str, JSON] | None = None) -> bytes:
+    """The run's results file (without the final newline); `summary` when the caller has
+    it already. Uses `run.rendered_episodes` when present."""
+    records: Sequence[bytes] | None = run.rendered_episodes
+    if records is None or len(records) != len(run.episodes):
+        records = [episode_json(e) for e in run.episodes]
+    frame = orjson.dumps(run.to_json(summary, episodes=False), option=orjson.OPT_INDENT_2)
+    if not records:
+        return frame
+    at = frame.index(_EMPTY_EPISODES)  # the top-level key; nested ones are indented deeper
+    return b"".join(
+        (
+            frame[:at],
+            b'\n  "episodes": [\n',
+            b",\n".join(records),
+            b"\n  ],\n",
+            frame[at + len(_EMPTY_EPISODES) :],
+        )
+    )
