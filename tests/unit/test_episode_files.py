@@ -61,7 +61,7 @@ CASES: dict[str, tuple[bytes, list[tuple[str, Any]]]] = {
 def test_every_shape_gives_its_items(
     tmp_path: Path, monkeypatch: Any, name: str, big: bool
 ) -> None:
-    if big:  # as a file too big to hold: arrays element by element, NDJSON line by line
+    if big:  # as a file too big to hold: NDJSON line by line (arrays always stream)
         monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_MIN_BYTES", 0)
         monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", 3)
     content, expected = CASES[name]
@@ -85,15 +85,17 @@ class _Episode(dict[str, Any]):
     """A dict that can be weakly referenced, to see when the reader lets go of it."""
 
 
-def test_a_json_array_lets_go_of_each_episode_once_taken(tmp_path: Path, monkeypatch: Any) -> None:
+def test_a_json_document_lets_go_of_each_episode_once_taken(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
     path = tmp_path / "episodes.json"
-    path.write_bytes(orjson.dumps([A, B, A]))
+    path.write_bytes(orjson.dumps({"episodes": [A, B, A]}))
     refs: list[weakref.ref[_Episode]] = []
     real_loads = orjson.loads
 
     def loads(data: bytes) -> Any:  # the last document read is the one iterated
-        doc = [_Episode(e) for e in real_loads(data)]
-        refs[:] = [weakref.ref(e) for e in doc]
+        doc = {"episodes": [_Episode(e) for e in real_loads(data)["episodes"]]}
+        refs[:] = [weakref.ref(e) for e in doc["episodes"]]
         return doc
 
     monkeypatch.setattr("evalstream.connectors.files.episode_files.orjson.loads", loads)
@@ -117,10 +119,9 @@ def test_problems_are_items_not_exceptions(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", [n for n in CASES if n in ("array", "pretty array")])
 @pytest.mark.parametrize("chunk", [1, 7, 64, 1_000_000])
-def test_a_big_array_is_read_element_by_element_with_the_same_items(
+def test_an_array_is_read_element_by_element_with_the_same_items(
     tmp_path: Path, monkeypatch: Any, name: str, chunk: int
 ) -> None:
-    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_MIN_BYTES", 0)
     monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", chunk)
     whole = tmp_path / "whole.json"
     note = 'é ] , [ \\" {'  # brackets, commas, an escaped quote inside a string
@@ -143,10 +144,9 @@ def test_a_big_array_is_read_element_by_element_with_the_same_items(
         (b'[{"a": NaN}]', "not valid JSON in [#0]"),
     ],
 )
-def test_a_big_array_that_is_not_json_is_one_error(
+def test_an_array_that_is_not_json_is_one_error(
     tmp_path: Path, monkeypatch: Any, content: bytes, message: str
 ) -> None:
-    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_MIN_BYTES", 0)
     monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", 5)
     path = tmp_path / "bad.json"
     path.write_bytes(content)

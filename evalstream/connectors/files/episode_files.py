@@ -6,9 +6,11 @@ item comes with where it was (`file:line` for NDJSON, `file[#index]` otherwise),
 error names the exact place. A line that is not JSON yields an `EpisodeFileError` item in
 its place instead of stopping the whole file.
 
-Files of STREAM_MIN_BYTES or more are never held whole: a JSON array is read element by
-element and NDJSON line by line (an invalid big array is one error naming the element).
-Smaller files are read at once and parsed in one go, which is faster.
+A JSON array is read element by element, never held whole (an invalid array is one error
+naming the element: a file that starts with `[` is a JSON array, not NDJSON); NDJSON of
+STREAM_MIN_BYTES or more is read line by line. Other documents, and smaller NDJSON, are read
+at once. (Element by element was also faster than one orjson parse of the whole array at
+20,000 store episodes: 3.10 against 3.31 s for `score`, 199 against 339 MB peak.)
 """
 
 from __future__ import annotations
@@ -24,8 +26,7 @@ import orjson
 from evalstream.assertions.errors import InputError
 
 JSON = Any
-# Files at least this big are never held whole: a JSON array is read element by element (a
-# little slower to parse than at once), NDJSON line by line.
+# NDJSON at least this big is read line by line instead of at once.
 STREAM_MIN_BYTES = 256_000_000
 STREAM_CHUNK = 4_000_000
 _WHITESPACE = " \t\n\r"
@@ -168,13 +169,12 @@ def _streamed_array_items(p: Path) -> Iterator[FileItem]:
 def read_episode_file(path: str | Path) -> Iterator[FileItem | FileProblem]:
     p = Path(path)
     try:
-        if p.stat().st_size >= STREAM_MIN_BYTES:
-            if _starts_an_array(p):
-                yield from _streamed_array_items(p)
-                return
-            if _first_line_is_a_record(p):
-                yield from _line_items(p, _file_lines(p))
-                return
+        if _starts_an_array(p):
+            yield from _streamed_array_items(p)
+            return
+        if p.stat().st_size >= STREAM_MIN_BYTES and _first_line_is_a_record(p):
+            yield from _line_items(p, _file_lines(p))
+            return
         data = p.read_bytes()
     except OSError as exc:
         raise EpisodeFileError(f"{p}: cannot read the episode file: {exc.strerror}") from exc
