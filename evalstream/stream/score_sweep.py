@@ -544,7 +544,9 @@ class _Sweep:
             baselines = scorer.baselines = _starting_state(state_path, baselines, window_ids)
         started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
         out = self.out
-        for item in ordered:
+        ordered.reverse()
+        while ordered:
+            item = ordered.pop()  # each decoded episode is freed once scored
             key = (item.start, item.episode_id)
             before = len(scorer.regressions)
             closed = None
