@@ -3,7 +3,8 @@
 Every piece of a scoring run's state lives per agent (a rolling baseline per agent and case,
 a regression stream per agent and variant, fixed baselines read-only), so a run split by
 agent across processes scores each episode exactly as one process would — as long as no
-stream or key is evicted (the caller checks the input's counts against the caps). Each
+stream or key is evicted (the caller checks the input's counts against the caps) and no
+episode id is listed twice (which copy counts depends on every copy). Each
 share tags its records with their place in the whole run (an episode and the regression
 events it raised by its (start, episode id); a rejected or skipped input by its position),
 so `merge_shares` rebuilds one process's lists, in one process's order.
@@ -38,29 +39,21 @@ pickle_fields_directly(
 class Share:
     """Shard `index` of `count`: agents are dealt to the shards in the order they first
     appear (every process reads the same input, so all deal alike, and many agents of
-    similar traffic spread evenly); an episode belongs to its agent's shard, and every
-    later item with the same episode id to the shard of the first (so duplicates meet)."""
+    similar traffic spread evenly); an episode belongs to its agent's shard."""
 
     index: int = 0
     count: int = 1
     _agents: dict[str, int] = field(default_factory=dict, repr=False)
-    _route: dict[str, int] = field(default_factory=dict, repr=False)
 
     def owns(self, obj: JSON) -> bool:
         return self.count == 1 or self.shard_of(obj) == self.index
 
     def shard_of(self, obj: JSON) -> int:
-        if not isinstance(obj, Mapping):
-            return 0
-        agent = obj.get("agent_id")
-        shard = 0
-        if isinstance(agent, str):
-            agents = self._agents
-            shard = agents.setdefault(agent, len(agents) % self.count)
-        episode_id = obj.get("episode_id")
-        if isinstance(episode_id, str):
-            shard = self._route.setdefault(episode_id, shard)
-        return shard
+        agent = obj.get("agent_id") if isinstance(obj, Mapping) else None
+        if not isinstance(agent, str):
+            return 0  # rejected by shard 0
+        agents = self._agents
+        return agents.setdefault(agent, len(agents) % self.count)
 
 
 @dataclass

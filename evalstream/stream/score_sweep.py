@@ -449,7 +449,8 @@ def _score_share(
     settings: ScoreSettings, now: datetime, index: int, count: int
 ) -> ShareResult | None:
     """One process's share of a sharded run over files (no suites, so no judge to await);
-    None when the input has more regression streams or baseline keys than one process may
+    None when an episode id is listed twice, or the input has more regression streams or
+    baseline keys than one process may
     hold, so that eviction would differ from a single process's."""
     scorer, _, _ = _scorer(settings)
     sweep = _Sweep(settings, scorer, Share(index, count))
@@ -475,6 +476,8 @@ class _Sweep:
         self.position = 0  # of the item in the run's input
         self.streams: set[tuple[JSON, JSON]] = set()  # raw (agent, variant) pairs
         self.keys: set[tuple[JSON, JSON]] = set()  # raw (agent, case) pairs
+        self.ids: set[str] = set()  # raw episode ids, while none is listed twice
+        self.repeated_id = False
         self.direct = not scorer.suite_set.suites  # no suite needs the signals
         self.label = (
             f"episode store {settings.store_url}: episode"
@@ -520,10 +523,17 @@ class _Sweep:
             agent = _hashable(obj.get("agent_id"))
             self.streams.add((agent, _hashable(meta.get("variant"))))
             self.keys.add((agent, _hashable(meta.get("case_id"))))
+            episode_id = obj.get("episode_id")
+            if isinstance(episode_id, str) and not self.repeated_id:
+                self.repeated_id = episode_id in self.ids
+                self.ids.add(episode_id)
 
     def fits_one_process(self) -> bool:
         """Whether no regression stream or rolling baseline key of the input could be evicted
-        (then every share's state is independent of the others')."""
+        and no episode id is listed twice (then every share's state is independent of the
+        others', and each keeps the copy one process would)."""
+        if self.repeated_id:
+            return False
         detector, baselines = self.scorer.detector, self.scorer.baselines
         if detector is not None and len(self.streams) > detector.config.max_streams:
             return False

@@ -20,7 +20,9 @@ import pytest
 from evalstream.assertions.errors import InputError
 from evalstream.assertions.scores.baselines import FileBaselines
 from evalstream.assertions.scores.dimensions import ScoringInput
+from evalstream.stream import score_shares
 from evalstream.stream.process_shards import ShardError, run_shards
+from evalstream.stream.score_shares import ShareResult
 from evalstream.stream.score_sweep import ScoreSettings, SweepError, score_episodes, shard_count
 from tests.scoring.episodes import T0, make_episode
 
@@ -28,7 +30,7 @@ JSON = Any
 NOW = T0 + timedelta(days=30)
 
 
-def _episodes(seed: int, count: int = 800) -> list[JSON]:
+def _episodes(seed: int, count: int = 800, *, repeated_ids: bool = False) -> list[JSON]:
     rng = random.Random(seed)
     agents = [f"agent-{a}" for a in range(5)]
     out: list[JSON] = [
@@ -57,10 +59,12 @@ def _episodes(seed: int, count: int = 800) -> list[JSON]:
     running = make_episode("still-open", agent=agents[3], start=T0 + timedelta(minutes=3))
     running["status"] = "running"
     out.append(running)
-    # The same id again under another agent: the first one listed is the one scored.
-    out.append(make_episode("ep-0005", agent=agents[4], start=T0 + timedelta(minutes=2)))
-    out.append(make_episode("ep-0300", agent="agent-new", start=T0 + timedelta(minutes=1)))
+    out.append(make_episode("late-agent", agent="agent-new", start=T0 + timedelta(minutes=1)))
     rng.shuffle(out)
+    if repeated_ids:  # the same ids again, under other agents and in the baseline run
+        out.append(make_episode("ep-0005", agent=agents[4], start=T0 + timedelta(minutes=2)))
+        out.append(make_episode("ep-0300", agent="agent-new", start=T0 + timedelta(minutes=1)))
+        out.insert(0, make_episode("ep-0007", agent=agents[2], run_id="baseline", start=T0))
     return out
 
 
@@ -92,6 +96,20 @@ def _score(**values: JSON) -> JSON:
     return asyncio.run(score_episodes(settings, now=NOW)).to_json()
 
 
+@pytest.fixture
+def shares_merged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many shares each run merged (1 when it fell back to one process)."""
+    merged: list[int] = []
+    real = score_shares.merge_shares
+
+    def spy(shares: list[ShareResult]) -> ShareResult:
+        merged.append(len(shares))
+        return real(shares)
+
+    monkeypatch.setattr("evalstream.stream.score_sweep.merge_shares", spy)
+    return merged
+
+
 BASELINES: list[dict[str, JSON]] = [
     {"baseline": "run", "baseline_run": "baseline"},
     {},  # rolling
@@ -103,7 +121,7 @@ BASELINES: list[dict[str, JSON]] = [
 @pytest.mark.parametrize("baseline", BASELINES, ids=["run", "rolling", "rolling-5", "none"])
 @pytest.mark.parametrize("ndjson", [False, True], ids=["json", "ndjson"])
 def test_shards_give_the_single_process_results(
-    tmp_path: Path, baseline: dict[str, JSON], ndjson: bool
+    tmp_path: Path, baseline: dict[str, JSON], ndjson: bool, shares_merged: list[int]
 ) -> None:
     path = _write(tmp_path, _episodes(seed=7), ndjson=ndjson)
     single = _score(files=[path], workers=1, **baseline)
@@ -114,6 +132,19 @@ def test_shards_give_the_single_process_results(
         assert single["regressions"], "the regressed half must fire windowed regressions"
     for workers in (2, 3):
         assert _score(files=[path], workers=workers, **baseline) == single
+    assert shares_merged == [2, 3], "the runs must have been split, not fallen back"
+
+
+def test_repeated_episode_ids_keep_the_run_in_one_process(
+    tmp_path: Path, shares_merged: list[int]
+) -> None:
+    """Which copy of a repeated id is scored (or is part of the baseline run) depends on
+    every copy, so such a run is not split."""
+    path = _write(tmp_path, _episodes(seed=9, repeated_ids=True))
+    values: dict[str, JSON] = {"files": [path], "baseline": "run", "baseline_run": "baseline"}
+    single = _score(workers=1, **values)
+    assert _score(workers=2, **values) == single
+    assert shares_merged == [1]
 
 
 def test_fixed_baselines_and_a_limit(tmp_path: Path) -> None:
