@@ -25,11 +25,18 @@ SIEGMUND_CORRECTION = 1.166  # 2 * 0.583: the overshoot of a normal random walk
 
 
 def _solve_increasing(f_target: float, lo: float, hi: float, f: _Fn) -> float:
+    """Bisection, at most 200 halvings. Each step is a function of (lo, hi) alone, so once a
+    step leaves both unchanged (they are adjacent floats, after about 60 steps from
+    [0, 1000]) every later one would too: stopping there returns the same bits."""
     for _ in range(200):
         mid = (lo + hi) / 2.0
         if f.at(mid) < f_target:
+            if mid == lo:
+                break
             lo = mid
         else:
+            if mid == hi:
+                break
             hi = mid
     return hi
 
