@@ -1,9 +1,12 @@
-"""The regression detector's arithmetic computed the fast way gives the bits the plain way
-gives: the bisection that stops once it no longer moves returns what 200 halvings return."""
+"""The regression detector's reference arithmetic computed the fast way gives the bits the
+plain way gives: the sorted window is `sorted()` of its values, the robust estimate of
+sorted values is the estimate that sorts them, and the bisection that stops once it no
+longer moves returns what 200 halvings return."""
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 
 from hypothesis import given, settings
@@ -13,7 +16,93 @@ from evalstream.assertions.alerting.cusum import (
     bernoulli_llr,
     bernoulli_threshold,
     normal_threshold,
+    robust_location_scale,
+    robust_location_scale_sorted,
 )
+from evalstream.assertions.alerting.sorted_window import SortedWindow
+
+
+def bits(values: list[float] | tuple[float, ...]) -> list[str]:
+    return [v.hex() for v in values]  # tells -0.0 from 0.0, unlike ==
+
+
+# Ties, signed zeros, infinities and outliers, as well as ordinary values.
+special = st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, math.inf, -math.inf, 1e300, -1e300])
+finite = st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, 3.0])
+no_nan = st.floats(allow_nan=False) | special
+log_like = st.floats(-14.0, 12.0, allow_nan=False)  # log costs and latencies
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    maxlen=st.integers(1, 12),
+    ops=st.lists(st.one_of(no_nan, st.just(math.nan), st.just("clear")), max_size=80),
+)
+def test_the_sorted_window_is_the_stable_sort_of_its_values(
+    maxlen: int, ops: list[float | str]
+) -> None:
+    window = SortedWindow(maxlen)
+    model: deque[float] = deque(maxlen=maxlen)
+    for op in ops:
+        if isinstance(op, str):
+            window.clear()
+            model.clear()
+        else:
+            window.append(op)
+            model.append(op)
+        assert bits(list(window)) == bits(list(model))
+        assert len(window) == len(model)
+        ordered = window.ordered
+        if any(math.isnan(v) for v in model):
+            assert ordered is None
+        else:
+            assert ordered is not None
+            assert bits(ordered) == bits(sorted(model))
+
+
+def _same(values: list[float], floor: float) -> None:
+    try:
+        expected: tuple[float, float] | str = robust_location_scale(values, floor)
+    except (ValueError, OverflowError) as exc:
+        expected = type(exc).__name__
+    try:
+        got: tuple[float, float] | str = robust_location_scale_sorted(sorted(values), floor)
+    except (ValueError, OverflowError) as exc:
+        got = type(exc).__name__
+    if isinstance(expected, str) or isinstance(got, str):
+        assert got == expected
+    else:
+        assert bits(got) == bits(expected)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    values=st.lists(finite | log_like, min_size=1, max_size=60),
+    floor=st.sampled_from([0.0, 0.01, 1.0]),
+)
+def test_the_robust_estimate_of_sorted_values_is_the_one_that_sorts(
+    values: list[float], floor: float
+) -> None:
+    _same(values, floor)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(no_nan, min_size=1, max_size=30), floor=st.sampled_from([0.0, 0.01]))
+def test_the_robust_estimate_agrees_with_infinities_and_huge_values(
+    values: list[float], floor: float
+) -> None:
+    _same(values, floor)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    core=st.lists(st.floats(-1.0, 1.0), min_size=30, max_size=200),
+    outliers=st.lists(st.floats(-1e3, 1e3), max_size=10),
+)
+def test_the_robust_estimate_agrees_on_references_with_outliers(
+    core: list[float], outliers: list[float]
+) -> None:
+    _same(core + outliers, 0.01)
 
 
 def _bisect_200(target: float, f: Callable[[float], float]) -> float:
