@@ -572,17 +572,17 @@ class RegressionDetector:
             stream.params[slot] = None
             return
         if slot == 0:
-            values = list(column)
-            n = len(values)
+            n = len(column)
+            failures = math.fsum(column)
             # The null is the upper end of q0's uncertainty: a reference that happened to see
             # few failures must not make ordinary ones look like a drop. The alternative is
             # the drop from the rate actually seen.
-            smoothed = (math.fsum(values) + 0.5) / (n + 1.0)
+            smoothed = (failures + 0.5) / (n + 1.0)
             q0 = min(smoothed + Q0_MARGIN_SE * math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
             q1 = min(smoothed + cfg.pass_rate_shift, 0.99)
             fail, ok = bernoulli_llr(q0, q1)
             h = bernoulli_threshold(q0, q1, cfg.pass_rate_arl0)
-            raw = math.fsum(values) / n
+            raw = failures / n
             stream.params[slot] = _Param(raw, 0.0, h, q0=q0, llr_fail=fail, llr_ok=ok)
         elif slot in _LOG_SLOTS:
             assert isinstance(column, SortedWindow)
