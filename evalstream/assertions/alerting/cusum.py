@@ -110,7 +110,7 @@ def robust_location_scale_sorted(ordered: Sequence[float], floor: float) -> tupl
     sorted values but for a run at each end."""
     n = len(ordered)
     center = median_sorted(ordered)
-    if not math.isfinite(center):  # deviations of NaN: only the sort defines their order
+    if not math.isfinite(center):  # deviations from it include NaN, which only a sort places
         return robust_location_scale(ordered, floor)
     split = bisect_left(ordered, center)
     half = n // 2
@@ -131,9 +131,9 @@ def robust_location_scale_sorted(ordered: Sequence[float], floor: float) -> tupl
 def _kth_deviation(ordered: Sequence[float], split: int, center: float, k: int) -> float:
     """The k-th smallest (from 0) of |v - center| over `ordered`, whose values before `split`
     are below `center` and the others not: the deviations below, read from `split`
-    downwards, and those above, read upwards, are two sorted runs; the k-th of their merge
-    takes some t from the first and k + 1 - t from the second, the largest such t with the
-    t-th below no more than the (k - t)-th above (binary search)."""
+    downwards, and those above, read upwards, are two sorted runs; the k + 1 smallest of
+    both are the first t of one and the first k + 1 - t of the other, t the least with the
+    t-th below not less than the (k - t)-th above (binary search)."""
 
     def below(j: int) -> float:  # the j-th smallest deviation of the values below center
         return abs(ordered[split - 1 - j] - center)
