@@ -19,17 +19,25 @@ defaults leave a margin for that, measured on generated traffic by
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 
 SIEGMUND_CORRECTION = 1.166  # 2 * 0.583: the overshoot of a normal random walk
 
 
 def _solve_increasing(f_target: float, lo: float, hi: float, f: _Fn) -> float:
+    """Bisection, at most 200 halvings. Each step is a function of (lo, hi) alone, so once a
+    step leaves both unchanged (they are adjacent floats, after about 60 steps from
+    [0, 1000]) every later one would too: stopping there returns the same bits."""
     for _ in range(200):
         mid = (lo + hi) / 2.0
         if f.at(mid) < f_target:
+            if mid == lo:
+                break
             lo = mid
         else:
+            if mid == hi:
+                break
             hi = mid
     return hi
 
@@ -92,6 +100,63 @@ def robust_location_scale(values: Sequence[float], floor: float) -> tuple[float,
     mad = median_sorted(sorted(abs(v - center) for v in ordered)) * 1.4826
     limit = 5.0 * max(mad, floor)
     kept = [v for v in ordered if abs(v - center) <= limit]
+    return _spread(kept, center, floor)
+
+
+def robust_location_scale_sorted(ordered: Sequence[float], floor: float) -> tuple[float, float]:
+    """`robust_location_scale` of values already sorted and free of NaN, to the bit, without
+    sorting: the absolute deviations from the median are two sorted runs (below the median,
+    above it), so their median is found by binary search, and the values kept are the
+    sorted values but for a run at each end."""
+    n = len(ordered)
+    center = median_sorted(ordered)
+    if not math.isfinite(center):  # deviations from it include NaN, which only a sort places
+        return robust_location_scale(ordered, floor)
+    split = bisect_left(ordered, center)
+    half = n // 2
+    mad = _kth_deviation(ordered, split, center, half)
+    if not n % 2:
+        mad = (_kth_deviation(ordered, split, center, half - 1) + mad) / 2.0
+    limit = 5.0 * max(mad * 1.4826, floor)
+    # A deviation grows away from the median on either side: the values beyond the limit
+    # are a run at the start (below the median) and one at the end (above it).
+    lo, hi = 0, n
+    while lo < hi and abs(ordered[lo] - center) > limit:
+        lo += 1
+    while hi > lo and abs(ordered[hi - 1] - center) > limit:
+        hi -= 1
+    return _spread(ordered[lo:hi], center, floor)
+
+
+def _kth_deviation(ordered: Sequence[float], split: int, center: float, k: int) -> float:
+    """The k-th smallest (from 0) of |v - center| over `ordered`, whose values before `split`
+    are below `center` and the others not: the deviations below, read from `split`
+    downwards, and those above, read upwards, are two sorted runs; the k + 1 smallest of
+    both are the first t of one and the first k + 1 - t of the other, t the least with the
+    t-th below not less than the (k - t)-th above (binary search)."""
+
+    def below(j: int) -> float:  # the j-th smallest deviation of the values below center
+        return abs(ordered[split - 1 - j] - center)
+
+    def above(j: int) -> float:
+        return abs(ordered[split + j] - center)
+
+    n_below, n_above = split, len(ordered) - split
+    lo, hi = max(0, k + 1 - n_above), min(n_below, k + 1)
+    while lo < hi:
+        t = (lo + hi) // 2
+        if below(t) < above(k - t):
+            lo = t + 1
+        else:
+            hi = t
+    if lo == 0:
+        return above(k)
+    if lo == k + 1:
+        return below(k)
+    return max(below(lo - 1), above(k - lo))
+
+
+def _spread(kept: Sequence[float], center: float, floor: float) -> tuple[float, float]:
     n = len(kept)
     if n < 2:
         return center, floor

@@ -69,7 +69,9 @@ from evalstream.assertions.alerting.cusum import (
     mean_scale,
     normal_threshold,
     robust_location_scale,
+    robust_location_scale_sorted,
 )
+from evalstream.assertions.alerting.sorted_window import SortedWindow
 from evalstream.assertions.errors import InputError
 from evalstream.assertions.scores.dimensions import (
     DIMENSIONS,
@@ -93,6 +95,7 @@ DEFAULT_METRICS = (PASS_RATE, LATENCY_P95, COST)
 # Index of each metric's value in an observation's value tuple.
 _SLOT = {PASS_RATE: 0, **{m: i + 1 for i, m in enumerate(SCORE_METRICS)}, COST: 7, LATENCY_P95: 8}
 _SLOTS = 9
+_LOG_SLOTS = (7, 8)  # cost and latency: estimated from medians, so kept sorted
 TEST_CUSUM = "cusum"
 COST_OFFSET_USD = 1e-6  # log(cost + offset): a free episode has a finite log cost
 LATENCY_OFFSET_MS = 1.0
@@ -405,7 +408,7 @@ class _Firing:
 class _Stream:
     agent_id: str
     variant: str
-    reference: list[deque[float]]
+    reference: list[deque[float] | SortedWindow]
     recent: list[deque[float]]
     guard: list[deque[float]]
     params: list[_Param | None]
@@ -471,7 +474,9 @@ class RegressionDetector:
                 agent_id,
                 variant,
                 reference=[
-                    deque(maxlen=cfg.pass_rate_reference if slot == 0 else cfg.reference)
+                    SortedWindow(cfg.reference)
+                    if slot in _LOG_SLOTS
+                    else deque(maxlen=cfg.pass_rate_reference if slot == 0 else cfg.reference)
                     for slot in range(_SLOTS)
                 ],
                 recent=[deque(maxlen=cfg.recent) for _ in range(_SLOTS)],
@@ -566,27 +571,33 @@ class RegressionDetector:
         if len(column) < needed:
             stream.params[slot] = None
             return
-        values = list(column)
         if slot == 0:
-            n = len(values)
+            n = len(column)
+            failures = math.fsum(column)
             # The null is the upper end of q0's uncertainty: a reference that happened to see
             # few failures must not make ordinary ones look like a drop. The alternative is
             # the drop from the rate actually seen.
-            smoothed = (math.fsum(values) + 0.5) / (n + 1.0)
+            smoothed = (failures + 0.5) / (n + 1.0)
             q0 = min(smoothed + Q0_MARGIN_SE * math.sqrt(smoothed * (1.0 - smoothed) / n), 0.5)
             q1 = min(smoothed + cfg.pass_rate_shift, 0.99)
             fail, ok = bernoulli_llr(q0, q1)
             h = bernoulli_threshold(q0, q1, cfg.pass_rate_arl0)
-            raw = math.fsum(values) / n
+            raw = failures / n
             stream.params[slot] = _Param(raw, 0.0, h, q0=q0, llr_fail=fail, llr_ok=ok)
-        elif slot in (7, 8):
-            center, scale = robust_location_scale(values, _LOG_SCALE_FLOOR)
+        elif slot in _LOG_SLOTS:
+            assert isinstance(column, SortedWindow)
+            ordered = column.ordered
+            if ordered is None:  # a NaN: only sorted() of the arrival order places it
+                center, scale = robust_location_scale(list(column), _LOG_SCALE_FLOOR)
+                ordered = sorted(column)
+            else:
+                center, scale = robust_location_scale_sorted(ordered, _LOG_SCALE_FLOOR)
             p95 = 0.0
             if slot == 8:
-                p95 = math.exp(percentile_sorted(sorted(values), 95.0)) - LATENCY_OFFSET_MS
+                p95 = math.exp(percentile_sorted(ordered, 95.0)) - LATENCY_OFFSET_MS
             stream.params[slot] = _Param(center, scale, self._h, p95=p95)
         else:
-            center, scale = mean_scale(values, cfg.score_drop.warning / 2.0)
+            center, scale = mean_scale(list(column), cfg.score_drop.warning / 2.0)
             stream.params[slot] = _Param(center, scale, self._h)
 
     # --- per metric -----------------------------------------------------------------------

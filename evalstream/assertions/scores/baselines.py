@@ -36,6 +36,7 @@ topic keyed by the baseline key) and as a whole (`to_json` / `from_json`).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort_right
 from collections import Counter, OrderedDict, deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ from evalstream.assertions.scores.checks import (
     check_types,
 )
 from evalstream.assertions.scores.dimensions import OUTCOMES, ScoringInput
-from evalstream.assertions.statistics import percentile
+from evalstream.assertions.statistics import percentile, percentile_sorted
 
 JSON = Any
 DEFAULT_KEY_ATTRS: tuple[str, ...] = ("agent_id", "case_id")
@@ -341,6 +342,78 @@ def summarise(key: BaselineKey, source: str, entries: Sequence[BaselineEntry]) -
     )
 
 
+class _KeyWindow:
+    """One key's last `window` entries (oldest first) and what `summarise` reads of them, kept
+    up to date as entries come and go: the costs, latencies and step counts sorted (a stable
+    sort of the arrival order, as `sorted` gives), the tool sequences and outcomes counted.
+    A rolling baseline changes by one entry per scored episode, and is read before the next."""
+
+    __slots__ = ("costs", "entries", "ids", "latencies", "outcomes", "steps", "tools", "window")
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.entries: deque[BaselineEntry] = deque()
+        self.ids: set[str] = set()
+        self.costs: list[float] = []
+        self.latencies: list[float] = []
+        self.steps: list[float] = []
+        self.tools: Counter[tuple[str, ...]] = Counter()
+        self.outcomes: Counter[str] = Counter()
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def add(self, entry: BaselineEntry) -> bool:
+        """Append `entry`, evicting the oldest beyond `window`; False if its episode is in."""
+        if entry.episode_id in self.ids:
+            return False
+        if len(self.entries) >= self.window:
+            old = self.entries.popleft()
+            self.ids.discard(old.episode_id)
+            if old.cost_usd is not None:  # the oldest of the values equal to it comes first
+                del self.costs[bisect_left(self.costs, old.cost_usd)]
+            del self.latencies[bisect_left(self.latencies, old.latency_ms)]
+            del self.steps[bisect_left(self.steps, float(old.step_count))]
+            _uncount(self.tools, old.tool_names)
+            _uncount(self.outcomes, old.outcome)
+        self.entries.append(entry)
+        self.ids.add(entry.episode_id)
+        if entry.cost_usd is not None:
+            insort_right(self.costs, entry.cost_usd)
+        insort_right(self.latencies, entry.latency_ms)
+        insort_right(self.steps, float(entry.step_count))
+        self.tools[entry.tool_names] += 1
+        self.outcomes[entry.outcome] += 1
+        return True
+
+    def summary(self, key: BaselineKey, source: str) -> Baseline:
+        """`summarise(key, source, entries)`, from the kept orders and counts."""
+        entries = self.entries
+        return Baseline(
+            key=key,
+            source=source,
+            cost_usd=percentile_sorted(self.costs, 50.0) if self.costs else None,
+            latency_ms=percentile_sorted(self.latencies, 50.0),
+            tool_names=_counted_mode(self.tools, (e.tool_names for e in reversed(entries))),
+            outcome=_counted_mode(self.outcomes, (e.outcome for e in reversed(entries))),
+            step_count=percentile_sorted(self.steps, 50.0),
+            episodes=len(self.entries),
+        )
+
+
+def _uncount(counts: Counter[Any], value: Any) -> None:
+    if counts[value] == 1:
+        del counts[value]
+    else:
+        counts[value] -= 1
+
+
+def _counted_mode(counts: Counter[Any], values_newest_first: Iterable[Any]) -> Any:
+    """`_most_recent_mode` with the values already counted."""
+    best = max(counts.values())
+    return next(v for v in values_newest_first if counts[v] == best)
+
+
 class BaselineStore(Protocol):
     """Where scoring finds baselines. Call `get` before `observe` for the same episode."""
 
@@ -513,7 +586,7 @@ class RollingBaselines:
         self.min_episodes = min_episodes
         self._key_attrs = _check_key_attrs(key_attrs)
         self.source = source or f"rolling(last {window})"
-        self._entries: OrderedDict[BaselineKey, deque[BaselineEntry]] = OrderedDict()
+        self._entries: OrderedDict[BaselineKey, _KeyWindow] = OrderedDict()
         self._summaries: dict[BaselineKey, Baseline] = {}  # cleared per key on observe
         self.evicted = 0
 
@@ -537,7 +610,7 @@ class RollingBaselines:
         self._entries.move_to_end(key)
         summary = self._summaries.get(key)
         if summary is None:
-            summary = self._summaries[key] = summarise(key, self.source, list(entries))
+            summary = self._summaries[key] = entries.summary(key, self.source)
         return summary
 
     def observe(self, inp: ScoringInput) -> None:
@@ -546,18 +619,16 @@ class RollingBaselines:
     def _add(self, key: BaselineKey, entry: BaselineEntry) -> None:
         entries = self._entries.get(key)
         if entries is None:
-            entries = self._entries[key] = deque(maxlen=self.window)
+            entries = self._entries[key] = _KeyWindow(self.window)
             while len(self._entries) > self.max_keys:
                 old, _ = self._entries.popitem(last=False)
                 self._summaries.pop(old, None)
                 self.evicted += 1
         else:
             self._entries.move_to_end(key)
-            # Re-scoring an episode (a re-run window, a redelivery) must not count it twice.
-            if any(e.episode_id == entry.episode_id for e in entries):
-                return
-        entries.append(entry)
-        self._summaries.pop(key, None)
+        # Re-scoring an episode (a re-run window, a redelivery) must not count it twice.
+        if entries.add(entry):
+            self._summaries.pop(key, None)
 
     # --- serialisation --------------------------------------------------------------------
 
@@ -566,7 +637,7 @@ class RollingBaselines:
         entries = self._entries.get(key)
         if entries is None:
             return None
-        return {"key": key.to_json(), "entries": [e.to_json() for e in entries]}
+        return {"key": key.to_json(), "entries": [e.to_json() for e in entries.entries]}
 
     def restore(self, obj: JSON) -> BaselineKey:
         """Load one key's window from `snapshot` JSON, replacing what the key held."""
