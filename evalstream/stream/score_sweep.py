@@ -44,18 +44,15 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evalstream.assertions.alerting.alert_rules import AlertRules
 from evalstream.assertions.alerting.regression import RegressionConfig, RegressionDetector
 from evalstream.assertions.errors import InputError
-from evalstream.assertions.evaluation.assembly import ClosedEpisode
 from evalstream.assertions.file_kinds import FileKind
-from evalstream.assertions.reports.score_report import render_markdown
 from evalstream.assertions.reports.score_run_json import episode_json, score_run_json
 from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
 from evalstream.assertions.scores.dimensions import (
@@ -64,7 +61,6 @@ from evalstream.assertions.scores.dimensions import (
     ScoringInput,
 )
 from evalstream.assertions.scores.run import Scorer, ScoreRun, ScoreRunError
-from evalstream.assertions.suite_format.suites import Suite, SuiteSet, load_suite
 from evalstream.assertions.wire.pricing import default_pricing, load_pricing
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
@@ -77,10 +73,14 @@ from evalstream.connectors.episode_store import (
 )
 from evalstream.connectors.files.episode_files import FileItem, FileProblem, read_episode_file
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
-from evalstream.stream.judge import judge_from
-from evalstream.stream.offline import resolve_judgements
 from evalstream.stream.process_shards import available_cores, run_shards
 from evalstream.stream.score_shares import Share, ShareResult, merge_shares
+
+# Suites (and the assertion engine behind them), the judge, YAML and the Markdown report are
+# imported when a run needs them: scoring store episodes without suites starts faster.
+if TYPE_CHECKING:
+    from evalstream.assertions.evaluation.assembly import ClosedEpisode
+    from evalstream.assertions.suite_format.suites import Suite
 
 JSON = Any
 BaselineMode = Literal["rolling", "file", "run", "none"]
@@ -187,6 +187,8 @@ class NightlySettings(ScoreSettings):
     @classmethod
     def load(cls, path: str | None, overrides: Mapping[str, JSON]) -> NightlySettings:
         """Settings from a YAML file, overridden by the given (non-None) values."""
+        import yaml  # noqa: PLC0415
+
         values: dict[str, JSON] = {}
         if path is not None:
             try:
@@ -362,6 +364,8 @@ def _baseline_store(settings: ScoreSettings) -> tuple[BaselineStore | None, dict
 
 
 def _suite(path: str) -> Suite:
+    from evalstream.assertions.suite_format.suites import load_suite  # noqa: PLC0415
+
     with expecting(path, FileKind.SUITE):
         return load_suite(path)
 
@@ -383,11 +387,23 @@ def shard_count(settings: ScoreSettings) -> int:
     return available_cores() if size >= SHARD_MIN_BYTES else 1
 
 
+def _suite_set(suites: list[Suite]) -> Any:
+    if not suites:
+        return None
+    from evalstream.assertions.suite_format.suites import SuiteSet  # noqa: PLC0415
+
+    return SuiteSet(suites)
+
+
 def _scorer(settings: ScoreSettings) -> tuple[Scorer, Any, dict[str, JSON]]:
     """The run's scorer, its judge (None without suites) and the baseline's description."""
     pricing = load_pricing(Path(settings.pricing)) if settings.pricing else default_pricing()
     suites = [_suite(path) for path in settings.suites]
-    judge = judge_from(settings.judge, pricing=pricing) if suites else None
+    judge = None
+    if suites:
+        from evalstream.stream.judge import judge_from  # noqa: PLC0415
+
+        judge = judge_from(settings.judge, pricing=pricing)
     baselines, baseline_info = _baseline_store(settings)
     detector = (
         RegressionDetector(RegressionConfig.load(settings.regression))
@@ -395,7 +411,7 @@ def _scorer(settings: ScoreSettings) -> tuple[Scorer, Any, dict[str, JSON]]:
         else None
     )
     scorer = Scorer(
-        SuiteSet(suites),
+        _suite_set(suites),
         baselines=baselines,
         config=ScoringConfig.from_mapping(settings.scoring),
         rules=AlertRules.load(settings.alert_rules),
@@ -478,7 +494,7 @@ class _Sweep:
         self.keys: set[tuple[JSON, JSON]] = set()  # raw (agent, case) pairs
         self.ids: set[str] = set()  # raw episode ids, while none is listed twice
         self.repeated_id = False
-        self.direct = not scorer.suite_set.suites  # no suite needs the signals
+        self.direct = not scorer.has_suites  # no suite needs the signals
         self.label = (
             f"episode store {settings.store_url}: episode"
             if settings.store_url is not None
@@ -582,6 +598,8 @@ class _Sweep:
 
     async def score(self, judge: Any) -> None:
         for closed in self.scored():
+            from evalstream.stream.offline import resolve_judgements  # noqa: PLC0415
+
             await resolve_judgements([closed], judge)
 
     def result(self) -> ShareResult:
@@ -720,6 +738,8 @@ async def run_nightly(settings: NightlySettings, *, now: datetime) -> NightlyRes
     json_path = out / f"score-{stamp}.json"
     markdown_path = out / f"score-{stamp}.md"
     json_path.write_bytes(score_run_json(run, summary) + b"\n")
+    from evalstream.assertions.reports.score_report import render_markdown  # noqa: PLC0415
+
     markdown_path.write_text(render_markdown(obj), encoding="utf-8")
     if run.rejected:
         code = 2

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalstream.assertions.evaluation.engine import AssertionOutcome
 from evalstream.assertions.evaluation.facts import EpisodeMetrics
 from evalstream.assertions.evaluation.verdicts import Verdict
+
+if TYPE_CHECKING:  # the engine is imported only where assertions run
+    from evalstream.assertions.evaluation.engine import AssertionOutcome
 
 JSON = Any
 OUTPUT_PREVIEW_CHARS = 2000

@@ -35,10 +35,9 @@ import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalstream.assertions.errors import InputError
-from evalstream.assertions.evaluation.results import EpisodeResult
 from evalstream.assertions.evaluation.verdicts import Verdict
 from evalstream.assertions.scores.checks import (
     NUMBER,
@@ -59,6 +58,9 @@ from evalstream.assertions.scores.safety import (
     luhn_valid,
     safety_score,
 )
+
+if TYPE_CHECKING:  # results are read by attribute; the engine behind them is not needed
+    from evalstream.assertions.evaluation.results import EpisodeResult
 
 JSON = Any
 DIMENSIONS = ("correctness", "cost", "tool_match", "latency", "safety")

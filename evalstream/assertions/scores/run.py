@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalstream.assertions.alerting.alert_rules import (
     AlertRules,
@@ -34,7 +34,6 @@ from evalstream.assertions.alerting.alert_rules import (
 )
 from evalstream.assertions.alerting.regression import AlertEvent, Observation, RegressionDetector
 from evalstream.assertions.errors import InputError
-from evalstream.assertions.evaluation.assembly import ClosedEpisode, CloseRules, EpisodeAssembler
 from evalstream.assertions.evaluation.results import EpisodeResult
 from evalstream.assertions.evaluation.verdicts import Verdict
 from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines
@@ -46,9 +45,14 @@ from evalstream.assertions.scores.dimensions import (
     ScoringInput,
     score_episode,
 )
-from evalstream.assertions.suite_format.suites import SuiteSet
 from evalstream.assertions.wire.pricing import PricingTable, default_pricing
 from evalstream.assertions.wire.signals import Signal
+
+# Evaluating signals needs the assertion engine, which takes a good part of start-up to
+# import; scoring results computed without signals does not.
+if TYPE_CHECKING:
+    from evalstream.assertions.evaluation.assembly import ClosedEpisode, CloseRules
+    from evalstream.assertions.suite_format.suites import SuiteSet
 
 JSON = Any
 KIND = "score-run"
@@ -264,12 +268,12 @@ class Scorer:
         require_agent_baseline: bool = False,
     ) -> None:
         self.pricing = pricing or default_pricing()
-        self.suite_set = suite_set or SuiteSet([])
+        self._suite_set = suite_set
         self.baselines = baselines
         self.config = config or ScoringConfig()
         self.rules = rules or AlertRules()
         self.detector = detector
-        self.close_rules = close_rules or CloseRules()
+        self._close_rules = close_rules
         self.require_agent_baseline = require_agent_baseline
         self.episodes: list[ScoredEpisode] = []
         self.regressions: list[AlertEvent] = []
@@ -290,13 +294,33 @@ class Scorer:
                 str(dict(b.key.items).get("agent_id")) for b in listed()
             )
 
+    @property
+    def suite_set(self) -> SuiteSet:
+        if self._suite_set is None:
+            from evalstream.assertions.suite_format.suites import SuiteSet  # noqa: PLC0415
+
+            self._suite_set = SuiteSet([])
+        return self._suite_set
+
+    @property
+    def has_suites(self) -> bool:
+        """Whether any suite was given (without one, no assertion needs an episode's signals)."""
+        return self._suite_set is not None and bool(self._suite_set.suites)
+
     def evaluate(self, signals: Sequence[Signal]) -> ClosedEpisode:
         """Run one complete episode's signals through assembly and the engine; the caller
         resolves `closed.pending` judgements before `score`."""
         if not signals:
             raise ScoreRunError("an episode needs at least one signal")
+        from evalstream.assertions.evaluation.assembly import (  # noqa: PLC0415
+            CloseRules,
+            EpisodeAssembler,
+        )
+
+        if self._close_rules is None:
+            self._close_rules = CloseRules()
         assembler = EpisodeAssembler(
-            self.suite_set.plan_for, self.close_rules, self.pricing, selection=self.suite_set
+            self.suite_set.plan_for, self._close_rules, self.pricing, selection=self.suite_set
         )
         for sig in signals:
             assembler.feed(sig, sig.ts)
