@@ -119,12 +119,11 @@ def run_shards(count: int, work: Callable[[int], T]) -> list[T]:
         failure: BaseException | None = None
         for pid, read_fd in children:
             with os.fdopen(read_fd, "rb") as source:
-                data = source.read()
+                try:  # read as it is unpickled: a big result is never held twice
+                    ok, value = pickle.load(source)
+                except EOFError:
+                    ok, value = False, ShardError(f"shard process {pid} ended without a result")
             os.waitpid(pid, 0)
-            if not data:
-                failure = failure or ShardError(f"shard process {pid} ended without a result")
-                continue
-            ok, value = pickle.loads(data)
             if ok:
                 results.append(value)
             else:

@@ -53,7 +53,7 @@ from evalstream.assertions.alerting.alert_rules import AlertRules
 from evalstream.assertions.alerting.regression import RegressionConfig, RegressionDetector
 from evalstream.assertions.errors import InputError
 from evalstream.assertions.file_kinds import FileKind
-from evalstream.assertions.reports.score_run_json import episode_json, score_run_json
+from evalstream.assertions.reports.score_run_json import episode_json, write_score_run_json
 from evalstream.assertions.scores.baselines import BaselineStore, FileBaselines, RollingBaselines
 from evalstream.assertions.scores.dimensions import (
     BaselineMismatchError,
@@ -737,7 +737,7 @@ async def run_nightly(settings: NightlySettings, *, now: datetime) -> NightlyRes
     obj = run.to_json(summary)
     json_path = out / f"score-{stamp}.json"
     markdown_path = out / f"score-{stamp}.md"
-    json_path.write_bytes(score_run_json(run, summary) + b"\n")
+    write_score_run_json(json_path, run, summary)
     from evalstream.assertions.reports.score_report import render_markdown  # noqa: PLC0415
 
     markdown_path.write_text(render_markdown(obj), encoding="utf-8")

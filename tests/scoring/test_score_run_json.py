@@ -9,7 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
-from evalstream.assertions.reports.score_run_json import episode_json, score_run_json
+from evalstream.assertions.reports.score_run_json import (
+    episode_json,
+    score_run_json,
+    write_score_run_json,
+)
 from evalstream.assertions.scores.run import ScoreRun
 from evalstream.stream.score_sweep import ScoreSettings, score_episodes
 from tests.scoring.test_score_shards import NOW, SMALL_DETECTOR, _episodes
@@ -38,6 +42,9 @@ def test_the_spliced_file_is_the_whole_record(tmp_path: Path, workers: int) -> N
     assert run.skipped
     assert score_run_json(run) == _whole(run)
     assert score_run_json(run, run.summary()) == _whole(run)
+    written = tmp_path / "results.json"
+    write_score_run_json(written, run)
+    assert written.read_bytes() == _whole(run) + b"\n"
     run.rendered_episodes = None  # rendered here instead
     assert score_run_json(run) == _whole(run)
 

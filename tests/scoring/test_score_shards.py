@@ -266,3 +266,13 @@ def test_a_failing_child_shard_raises_here() -> None:
         run_shards(2, _fail_in(1, _UnpicklableError(1, 2)))
     with pytest.raises(KeyError):
         run_shards(2, _fail_in(0, KeyError("mine")))
+
+
+def test_a_child_that_dies_without_a_result_is_an_error() -> None:
+    def work(index: int) -> int:
+        if index == 1:
+            os._exit(3)
+        return index
+
+    with pytest.raises(ShardError, match="ended without a result"):
+        run_shards(2, work)

@@ -8,7 +8,8 @@ the whole run's records being built as one tree of dicts at the end.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -29,19 +30,34 @@ def episode_json(episode: ScoredEpisode) -> bytes:
 def score_run_json(run: ScoreRun, summary: Mapping[str, JSON] | None = None) -> bytes:
     """The run's results file (without the final newline); `summary` when the caller has
     it already. Uses `run.rendered_episodes` when present."""
+    return b"".join(score_run_json_parts(run, summary))
+
+
+def score_run_json_parts(
+    run: ScoreRun, summary: Mapping[str, JSON] | None = None
+) -> Iterator[bytes]:
+    """`score_run_json` in pieces, to write without joining them (a million episodes'
+    records are over a gigabyte)."""
     records: Sequence[bytes] | None = run.rendered_episodes
     if records is None or len(records) != len(run.episodes):
         records = [episode_json(e) for e in run.episodes]
     frame = orjson.dumps(run.to_json(summary, episodes=False), option=orjson.OPT_INDENT_2)
     if not records:
-        return frame
+        yield frame
+        return
     at = frame.index(_EMPTY_EPISODES)  # the top-level key; nested ones are indented deeper
-    return b"".join(
-        (
-            frame[:at],
-            b'\n  "episodes": [\n',
-            b",\n".join(records),
-            b"\n  ],\n",
-            frame[at + len(_EMPTY_EPISODES) :],
-        )
-    )
+    yield frame[:at]
+    yield b'\n  "episodes": [\n'
+    for i, record in enumerate(records):
+        yield b",\n" + record if i else record
+    yield b"\n  ],\n"
+    yield frame[at + len(_EMPTY_EPISODES) :]
+
+
+def write_score_run_json(
+    path: str | Path, run: ScoreRun, summary: Mapping[str, JSON] | None = None
+) -> None:
+    """Write the results file, with its final newline."""
+    with open(path, "wb") as out:
+        out.writelines(score_run_json_parts(run, summary))
+        out.write(b"\n")

@@ -288,7 +288,7 @@ def score(
     import orjson
 
     from evalstream.assertions.reports.score_report import render_markdown
-    from evalstream.assertions.reports.score_run_json import score_run_json
+    from evalstream.assertions.reports.score_run_json import write_score_run_json
     from evalstream.assertions.scores.run import baselines_of
     from evalstream.stream.score_sweep import ScoreSettings, score_episodes
 
@@ -301,7 +301,7 @@ def score(
         run = _run(score_episodes(settings, now=_now()))
         summary = run.summary()
         if output:
-            Path(output).write_bytes(score_run_json(run, summary) + b"\n")
+            write_score_run_json(output, run, summary)
         if markdown:
             Path(markdown).write_text(render_markdown(run.to_json(summary)), encoding="utf-8")
     if save_baseline:
