@@ -152,3 +152,10 @@ def test_an_array_that_is_not_json_is_one_error(
     path.write_bytes(content)
     with pytest.raises(EpisodeFileError, match=message.replace("[", r"\[").replace("]", r"\]")):
         list(read_episode_file(path))
+
+
+def test_an_array_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'[{"episode_id": "a"}, {"episode_id": "caf\xe9"}]')
+    with pytest.raises(EpisodeFileError, match="not UTF-8 text"):
+        list(read_episode_file(path))

@@ -138,6 +138,15 @@ class _ArrayReader:
 def _streamed_array_items(p: Path) -> Iterator[FileItem]:
     """A JSON array's episodes one at a time, read in chunks, so that a file of any size is
     never held whole (the standard library's C scanner finds each element's end)."""
+    try:
+        yield from _array_elements(p)
+    except UnicodeDecodeError as exc:
+        raise EpisodeFileError(
+            f"{p}: not valid JSON: the file is not UTF-8 text ({exc.reason}); save it as UTF-8"
+        ) from exc
+
+
+def _array_elements(p: Path) -> Iterator[FileItem]:
     decoder = json.JSONDecoder(parse_constant=_no_constant)
     with p.open("r", encoding="utf-8") as text:
         reader = _ArrayReader(p, text)
