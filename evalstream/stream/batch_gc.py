@@ -13,16 +13,26 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# A full collection only after this many middle-generation collections: not within a batch.
+# A full collection only after this many middle-generation collections: in practice never,
+# unless someone runs one (the worker's timer) or the thresholds come back.
 _RARELY = 1_000_000
+
+
+def defer_full_collections() -> tuple[int, int, int]:
+    """From now on no full collection runs by itself (young ones still do); returns the
+    thresholds it replaced. The batch commands defer them for a block, the Kafka worker for
+    good (it runs them from a timer)."""
+    previous = gc.get_threshold()
+    young, middle, _ = previous
+    gc.set_threshold(young, middle, _RARELY)
+    return previous
 
 
 @contextmanager
 def full_collections_deferred() -> Iterator[None]:
     """Within the block no full collection runs; the previous thresholds come back after."""
-    young, middle, oldest = gc.get_threshold()
-    gc.set_threshold(young, middle, _RARELY)
+    previous = defer_full_collections()
     try:
         yield
     finally:
-        gc.set_threshold(young, middle, oldest)
+        gc.set_threshold(*previous)

@@ -39,7 +39,6 @@ it (`evalstream.assertions.file_kinds`).
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -69,10 +68,10 @@ from evalstream.connectors.episode_store import (
     MAX_PAGE,
     EpisodeQuery,
     EpisodeStoreClient,
-    PageProgress,
 )
 from evalstream.connectors.files.episode_files import FileItem, FileProblem, read_episode_file
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
+from evalstream.stream.console.store_progress import StoreProgressLine
 from evalstream.stream.process_shards import available_cores, run_shards
 from evalstream.stream.score_shares import Share, ShareResult, merge_shares
 
@@ -273,7 +272,7 @@ async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[
             yield item
         return
     query, base_query, _ = _queries(settings, now)
-    on_page = _ProgressLine() if settings.progress else None
+    on_page = StoreProgressLine() if settings.progress else None
     async with EpisodeStoreClient(settings.store_url, timeout_s=settings.timeout_s) as store:
         async for episode in store.iter_episodes(query, page_size=MAX_PAGE, on_page=on_page):
             yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
@@ -283,32 +282,6 @@ async def _items(settings: ScoreSettings, now: datetime) -> AsyncIterator[tuple[
             async for episode in store.iter_episodes(base_query, page_size=MAX_PAGE):
                 if _in_run(episode, settings):
                     yield f"{settings.store_url}/v1/episodes/{_id_of(episode)}", episode
-
-
-class _ProgressLine:
-    """`store: 12500 episodes read, 25 pages` on stderr after each page, rewritten in place
-    on a terminal, one line a page otherwise; a retried page gets a line of its own."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.last: PageProgress | None = None
-
-    def __call__(self, progress: PageProgress) -> None:
-        self.last = progress
-        pages = f"{progress.pages} page" + ("" if progress.pages == 1 else "s")
-        line = f"store: {progress.episodes} episodes read, {pages}"
-        if progress.retries:
-            line += f", {progress.retries} retried"
-        if progress.retrying is not None:
-            line = f"store: retrying the page at offset {progress.offset}: {progress.retrying}"
-            sys.stderr.write(("\n" if self.tty else "") + line + "\n")
-        else:
-            sys.stderr.write(("\r" + line) if self.tty else line + "\n")
-        sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.tty and self.last is not None:
-            sys.stderr.write("\n")
 
 
 def _episode_file_items(paths: list[str]) -> Iterator[FileItem | FileProblem]:

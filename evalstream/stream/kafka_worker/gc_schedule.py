@@ -17,11 +17,9 @@ import gc
 import logging
 import time
 
-log = logging.getLogger("evalstream.worker")
+from evalstream.stream.batch_gc import defer_full_collections
 
-# A full collection only runs this many middle-generation collections after the last one:
-# in practice, only when `full_collection` runs it.
-_RARELY = 1_000_000
+log = logging.getLogger("evalstream.worker")
 
 
 def freeze_startup_objects() -> None:
@@ -34,8 +32,7 @@ def schedule_full_collections(interval_s: float) -> None:
     """Full collections from a timer every `interval_s` (0: CPython's own schedule)."""
     if interval_s <= 0:
         return
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, _RARELY)
+    defer_full_collections()
 
 
 def full_collection() -> int:
