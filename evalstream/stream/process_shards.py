@@ -22,6 +22,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import traceback
 import types
 from collections.abc import Callable
@@ -71,7 +72,8 @@ def pickle_fields_directly(*classes: type) -> None:
 
 
 class ShardError(RuntimeError):
-    """A shard failed in a child process with an error that could not be sent back as is."""
+    """A shard failed in a child process with an error that could not be sent back as is,
+    or the child ended (was killed) before it sent its result."""
 
 
 def available_cores() -> int:
@@ -99,17 +101,50 @@ def _child(index: int, work: Callable[[int], T], fd: int) -> None:
         os._exit(0)
 
 
+def _ended(pid: int, status: int) -> str:
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        hint = (
+            " (out of memory? try fewer processes, e.g. --workers 1)" if name == "SIGKILL" else ""
+        )
+        return f"shard process {pid} was killed by {name} before it sent its result{hint}"
+    return f"shard process {pid} ended (exit {os.waitstatus_to_exitcode(status)}) without a result"
+
+
+def _read_result(pid: int, read_fd: int) -> tuple[bool, Any]:
+    """A child's (ok, result or error), read as it is unpickled (a big result is never held
+    twice); the child is reaped here."""
+    with os.fdopen(read_fd, "rb") as source:
+        try:
+            ok, value = pickle.load(source)
+        except (EOFError, pickle.UnpicklingError):  # it died before or while sending
+            _, status = os.waitpid(pid, 0)
+            return False, ShardError(_ended(pid, status))
+    os.waitpid(pid, 0)
+    return ok, value
+
+
 def run_shards(count: int, work: Callable[[int], T]) -> list[T]:
-    """[work(0), …, work(count - 1)], shards 1… in forked children (see the module docstring)."""
+    """[work(0), …, work(count - 1)], shards 1… in forked children (see the module docstring).
+
+    Ctrl-C interrupts every shard at once (KeyboardInterrupt here, the children stopped),
+    even under an event loop that would otherwise hold the signal until it runs again."""
     if count <= 1:
         return [work(0)]
     sys.stdout.flush()
     sys.stderr.flush()
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main_thread else None
     children: list[tuple[int, int]] = []
     try:
         for index in range(1, count):
             read_fd, write_fd = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_fd)
+                os.close(write_fd)
+                raise
             if pid == 0:
                 os.close(read_fd)
                 _child(index, work, write_fd)
@@ -117,22 +152,19 @@ def run_shards(count: int, work: Callable[[int], T]) -> list[T]:
             children.append((pid, read_fd))
         results = [work(0)]
         failure: BaseException | None = None
-        for pid, read_fd in children:
-            with os.fdopen(read_fd, "rb") as source:
-                try:  # read as it is unpickled: a big result is never held twice
-                    ok, value = pickle.load(source)
-                except EOFError:
-                    ok, value = False, ShardError(f"shard process {pid} ended without a result")
-            os.waitpid(pid, 0)
+        while children:
+            pid, read_fd = children.pop(0)
+            ok, value = _read_result(pid, read_fd)
             if ok:
                 results.append(value)
             else:
                 failure = failure or value
-        children.clear()
         if failure is not None:
             raise failure
         return results
     finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
         for pid, read_fd in children:  # this process failed first: stop and reap the rest
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import signal
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -274,5 +276,37 @@ def test_a_child_that_dies_without_a_result_is_an_error() -> None:
             os._exit(3)
         return index
 
-    with pytest.raises(ShardError, match="ended without a result"):
+    with pytest.raises(ShardError, match=r"ended \(exit 3\) without a result"):
         run_shards(2, work)
+
+
+def test_a_killed_child_is_named_with_its_signal() -> None:
+    def work(index: int) -> int:
+        if index == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return index
+
+    with pytest.raises(ShardError, match=r"killed by SIGKILL .*--workers 1"):
+        run_shards(2, work)
+
+
+def test_ctrl_c_stops_every_shard(tmp_path: Path) -> None:
+    """SIGINT raises KeyboardInterrupt at once, even under an event loop (whose own handler
+    would wait for the loop to run again), and the other shards are stopped unfinished."""
+    finished = tmp_path / "child-finished"
+
+    def work(index: int) -> int:
+        if index == 0:
+            os.kill(os.getpid(), signal.SIGINT)
+            return 0
+        time.sleep(5)
+        finished.write_text("yes")
+        return index
+
+    async def under_a_loop() -> None:
+        run_shards(2, work)
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(under_a_loop())
+    time.sleep(0.2)
+    assert not finished.exists(), "the child shard ran on after Ctrl-C"

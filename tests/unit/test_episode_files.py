@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from evalstream.connectors.files import episode_files as ef
 from evalstream.connectors.files.episode_files import (
     EpisodeFileError,
     FileItem,
@@ -159,3 +160,61 @@ def test_an_array_that_is_not_utf8_is_one_error(tmp_path: Path) -> None:
     path.write_bytes(b'[{"episode_id": "a"}, {"episode_id": "caf\xe9"}]')
     with pytest.raises(EpisodeFileError, match="not UTF-8 text"):
         list(read_episode_file(path))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 1000])
+def test_values_cut_by_a_chunk_are_read_whole(tmp_path: Path, monkeypatch: Any, chunk: int) -> None:
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", chunk)
+    values = [123456, 7, True, False, None, -1.5e-7, "\u00e9\\", {"k": [True, 1]}]
+    path = tmp_path / "values.json"
+    path.write_bytes(orjson.dumps(values))
+    assert [v for _, v in _items(path)] == values
+
+
+@pytest.mark.parametrize(
+    ("element", "message"),
+    [
+        (b'{"case": 1e400}', "infinity"),
+        (b'{"id": "x\\ud800y"}', "surrogate"),
+        (b'{"a": NaN}', "not valid JSON in"),
+    ],
+)
+def test_an_array_rejects_what_every_other_episode_file_rejects(
+    tmp_path: Path, element: bytes, message: str
+) -> None:
+    """Each element is parsed by orjson, as NDJSON lines and small documents are."""
+    path = tmp_path / "odd.json"
+    path.write_bytes(b"[" + element + b"]")
+    with pytest.raises(EpisodeFileError, match=message):
+        list(read_episode_file(path))
+    line = tmp_path / "odd.ndjson"
+    line.write_bytes(element + b"\n" + element + b"\n")
+    assert all(isinstance(i, FileProblem) for i in read_episode_file(line))
+
+
+def test_a_big_integer_reads_as_in_ndjson(tmp_path: Path) -> None:
+    episode = b'{"episode_id": "a", "n": 1000000000000000000000000000000}'
+    array, lines = tmp_path / "big.json", tmp_path / "big.ndjson"
+    array.write_bytes(b"[" + episode + b"]")
+    lines.write_bytes(episode + b"\n" + episode + b"\n")
+    from_array = [v for _, v in _items(array)]
+    from_lines = [v for _, v in _items(lines)]
+    assert from_array == from_lines[:1]
+
+
+def test_a_bad_element_does_not_read_the_rest_of_the_file(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr("evalstream.connectors.files.episode_files.STREAM_CHUNK", 64)
+    path = tmp_path / "bad-early.json"
+    path.write_bytes(b'[{"a": 1}, {"b": oops}, ' + orjson.dumps([A] * 2000)[1:])
+    reads = 0
+    real_more = ef._ArrayReader.more
+
+    def more(self: Any) -> bool:
+        nonlocal reads
+        reads += 1
+        return real_more(self)
+
+    monkeypatch.setattr(ef._ArrayReader, "more", more)
+    with pytest.raises(EpisodeFileError, match=r"in \[#1\]"):
+        list(read_episode_file(path))
+    assert reads < 5, f"{reads} chunks read to find an error in the first 30 bytes"

@@ -6,16 +6,18 @@ item comes with where it was (`file:line` for NDJSON, `file[#index]` otherwise),
 error names the exact place. A line that is not JSON yields an `EpisodeFileError` item in
 its place instead of stopping the whole file.
 
-A JSON array is read element by element, never held whole (an invalid array is one error
-naming the element: a file that starts with `[` is a JSON array, not NDJSON); NDJSON of
+A JSON array is read element by element, never held whole: the standard library's scanner
+finds where each element ends and orjson parses it, as every other file (an invalid array is
+one error naming the element: a file that starts with `[` is a JSON array, not NDJSON); NDJSON of
 STREAM_MIN_BYTES or more is read line by line. Other documents, and smaller NDJSON, are read
-at once. (Element by element was also faster than one orjson parse of the whole array at
-20,000 store episodes: 3.10 against 3.31 s for `score`, 199 against 339 MB peak.)
+at once. (Element by element costs about 0.06 s more CPU than one orjson parse of a 20,000
+episode array, 0.40 against 0.34 s, and holds one element instead of the whole file.)
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +31,9 @@ JSON = Any
 # NDJSON at least this big is read line by line instead of at once.
 STREAM_MIN_BYTES = 256_000_000
 STREAM_CHUNK = 4_000_000
+MAX_ELEMENT_CHARS = 64_000_000  # an array element not decoded by then is not valid JSON
 _WHITESPACE = " \t\n\r"
+_NUMBER_TAIL = re.compile(r"[0-9eE+\-.]*")
 
 
 class EpisodeFileError(InputError):
@@ -99,10 +103,6 @@ def _starts_an_array(p: Path) -> bool:
     return head.startswith(b"[")
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 class _ArrayReader:
     """A JSON array's text in chunks, with the position of the next unread character."""
 
@@ -147,7 +147,7 @@ def _streamed_array_items(p: Path) -> Iterator[FileItem]:
 
 
 def _array_elements(p: Path) -> Iterator[FileItem]:
-    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    scanner = json.JSONDecoder()
     with p.open("r", encoding="utf-8") as text:
         reader = _ArrayReader(p, text)
         reader.expect("[", "at the start")
@@ -157,11 +157,18 @@ def _array_elements(p: Path) -> Iterator[FileItem]:
             reader.at += 1
         while not closed:
             reader.peek()
-            try:
-                item, end = decoder.raw_decode(reader.buf, reader.at)
-            except ValueError as exc:  # JSONDecodeError, or a NaN/Infinity constant
-                if reader.more():
-                    continue  # the element runs on into the next chunk
+            start = reader.at
+            try:  # the scanner finds where the element ends ...
+                _, end = scanner.raw_decode(reader.buf, start)
+            except json.JSONDecodeError as exc:
+                if _cut_by_the_chunk(exc, reader) and reader.more():
+                    continue
+                raise EpisodeFileError(f"{p}: not valid JSON in [#{index}]: {exc.msg}") from exc
+            if _NUMBER_TAIL.fullmatch(reader.buf, end) and reader.more():
+                continue  # the chunk ends in (or right after) a number that may go on
+            try:  # ... and orjson reads it, as it reads every other episode file
+                item = orjson.loads(reader.buf[start:end])
+            except orjson.JSONDecodeError as exc:
                 raise EpisodeFileError(f"{p}: not valid JSON in [#{index}]: {exc}") from exc
             yield FileItem(f"{p}[#{index}]", item)
             index += 1
@@ -173,6 +180,15 @@ def _array_elements(p: Path) -> Iterator[FileItem]:
                 closed = True
         if reader.peek():
             raise EpisodeFileError(f"{p}: not valid JSON: text after the closing `]`")
+
+
+def _cut_by_the_chunk(exc: json.JSONDecodeError, reader: _ArrayReader) -> bool:
+    """Whether the element failed only because the chunk ends inside it (a string, a word
+    such as `true`, an escape): then the next chunk is read; otherwise the error is real,
+    and the rest of the file is not read in to find that out."""
+    if len(reader.buf) - reader.at > MAX_ELEMENT_CHARS:
+        return False
+    return exc.msg.startswith("Unterminated string") or exc.pos >= len(reader.buf) - 16
 
 
 def read_episode_file(path: str | Path) -> Iterator[FileItem | FileProblem]:

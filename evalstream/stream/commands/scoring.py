@@ -38,6 +38,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     from evalstream.connectors.episode_store import EpisodeStoreError
+    from evalstream.stream.process_shards import ShardError
 
     # The result goes round the task: when asyncio.run restores the SIGINT handler, Python
     # 3.11 formats the repr of the finished main task, result included (an enum lookup's
@@ -49,7 +50,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 
     try:
         asyncio.run(keep_result())
-    except (InputError, EpisodeStoreError) as exc:
+    except (InputError, EpisodeStoreError, ShardError) as exc:
         raise UserError(str(exc)) from exc
     return results[0]
 

@@ -245,7 +245,9 @@ class Worker:
 
         assert self.settings.nightly is not None
         try:
-            sweep = NightlySettings.load(self.settings.nightly, {})
+            # One process: forking inside the worker (its exporter and metrics threads) is
+            # not safe, whatever the sweep's files.
+            sweep = NightlySettings.load(self.settings.nightly, {"workers": 1})
             result = await run_nightly(sweep, now=datetime.now(UTC))
         except InputError as exc:
             log.error("nightly sweep failed: %s", exc)
