@@ -402,7 +402,7 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
     shards = shard_count(settings)
     if shards > 1:
         parts = run_shards(shards, lambda index: _score_share(settings, now, index, shards))
-        if any(part is None for part in parts):  # more streams than one process may evict
+        if any(part is None for part in parts):  # the input cannot be split exactly
             parts = [_score_share(settings, now, 0, 1)]
         merged = merge_shares([p for p in parts if p is not None])
     else:
@@ -438,9 +438,7 @@ def _score_share(
     settings: ScoreSettings, now: datetime, index: int, count: int
 ) -> ShareResult | None:
     """One process's share of a sharded run over files (no suites, so no judge to await);
-    None when an episode id is listed twice, or the input has more regression streams or
-    baseline keys than one process may
-    hold, so that eviction would differ from a single process's."""
+    None when the input cannot be split exactly (`_Sweep.fits_one_process`)."""
     scorer, _, _ = _scorer(settings)
     sweep = _Sweep(settings, scorer, Share(index, count))
     for where, obj in _file_items(settings, now):

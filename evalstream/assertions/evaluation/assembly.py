@@ -27,8 +27,12 @@ from enum import IntEnum, StrEnum
 from typing import Any, Protocol
 
 from evalstream.assertions.evaluation.engine import EpisodeEvaluation, PendingJudgement, Plan
-from evalstream.assertions.evaluation.facts import EpisodeFacts, EpisodeMetrics
-from evalstream.assertions.evaluation.results import EpisodeResult, describe_error
+from evalstream.assertions.evaluation.facts import EpisodeFacts
+from evalstream.assertions.evaluation.results import (
+    EpisodeResult,
+    describe_error,
+    error_result,
+)
 from evalstream.assertions.wire.patterns import compile_pattern
 from evalstream.assertions.wire.pricing import PricingTable, default_pricing
 from evalstream.assertions.wire.signals import Signal
@@ -172,15 +176,13 @@ class ClosedEpisode:
         close reason, counts, attributes), none of its evaluation."""
         ep = self.episode
         case_id = ep.attrs.get("case_id")
-        return EpisodeResult(
-            episode_id=ep.episode_id,
+        return error_result(
+            ep.episode_id,
             case_id=case_id if isinstance(case_id, str) else None,
             close_reason=self.reason.value,
             signals=ep.signals,
             duplicates=ep.duplicates,
-            assertions=[],
-            metrics=EpisodeMetrics(),
-            attrs=dict(ep.attrs),
+            attrs=ep.attrs,
             error=self.error or "the episode could not be reported",
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -102,20 +103,17 @@ class EpisodeResult:
 
     def reported(self) -> EpisodeResult:
         """This result, checked to render (`to_json`); when rendering raises, the episode as
-        status `error` (as `ClosedEpisode.report` gives it): its id, case, close reason,
-        counts and attributes, none of its evaluation."""
+        status `error` (as `ClosedEpisode.report` gives it)."""
         try:
             self.to_json()
         except Exception as exc:  # any failure is this episode's alone
-            return EpisodeResult(
-                episode_id=self.episode_id,
+            return error_result(
+                self.episode_id,
                 case_id=self.case_id,
                 close_reason=self.close_reason,
                 signals=self.signals,
                 duplicates=self.duplicates,
-                assertions=[],
-                metrics=EpisodeMetrics(),
-                attrs=dict(self.attrs),
+                attrs=self.attrs,
                 error=describe_error(exc),
             )
         return self
@@ -189,3 +187,28 @@ class Summary:
             "duplicates": self.duplicates,
             "late_signals": self.late_signals,
         }
+
+
+def error_result(
+    episode_id: str,
+    *,
+    case_id: str | None,
+    close_reason: str,
+    signals: int,
+    duplicates: int,
+    attrs: Mapping[str, JSON],
+    error: str,
+) -> EpisodeResult:
+    """An episode as status `error`: only what cannot fail to render (its id, case, close
+    reason, counts, attributes), none of its evaluation."""
+    return EpisodeResult(
+        episode_id=episode_id,
+        case_id=case_id,
+        close_reason=close_reason,
+        signals=signals,
+        duplicates=duplicates,
+        assertions=[],
+        metrics=EpisodeMetrics(),
+        attrs=dict(attrs),
+        error=error,
+    )

@@ -139,10 +139,9 @@ def _ordered_steps(raw: list[JSON], where: str) -> list[tuple[int, Mapping[str, 
             indexed = False
             steps.append((pos, step))
             continue
-        if type(index) is not int and (isinstance(index, bool) or not isinstance(index, int)):
-            at = f"{where} steps[{pos}]"
-            raise _fail("bad_field", at, f"`step_index` must be an integer >= 0, got {index!r}")
-        if index < 0:
+        if (
+            type(index) is not int and (isinstance(index, bool) or not isinstance(index, int))
+        ) or index < 0:
             at = f"{where} steps[{pos}]"
             raise _fail("bad_field", at, f"`step_index` must be an integer >= 0, got {index!r}")
         steps.append((index, step))

@@ -82,7 +82,8 @@ class _ResultWalk(EpisodeWalk):
         self.duration_ms: float | None = None
 
     def seen(self, ts: float) -> None:
-        # The facts' own comparisons (not min/max), so that even a NaN time ends up the same.
+        # min/max keep the first value unless the new one compares below/above it, as the
+        # facts' `ts < first_ts` does, so that even a NaN time ends up the same.
         self.first_ts = min(self.first_ts, ts)
         self.last_ts = max(self.last_ts, ts)
 
