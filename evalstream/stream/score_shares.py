@@ -13,6 +13,7 @@ so `merge_shares` rebuilds one process's lists, in one process's order.
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from evalstream.assertions.alerting.alert_rules import EpisodeAlert
 from evalstream.assertions.alerting.regression import AlertEvent
 from evalstream.assertions.scores.dimensions import EpisodeScores, ScoringInput
 from evalstream.assertions.scores.run import Rejected, ScoredEpisode
+from evalstream.assertions.scores.run_tally import RunTally
 from evalstream.assertions.scores.safety import SafetyResult
 from evalstream.stream.process_shards import pickle_fields_directly
 
@@ -69,6 +71,15 @@ class ShareResult:
     rejected_at: list[RejectionTag] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     skipped_at: list[int] = field(default_factory=list)
+    # A streamed share keeps no episode: it counts them, and spilled their records here.
+    tally: RunTally | None = None
+    record_paths: list[str] = field(default_factory=list)
+
+    def discard(self) -> None:
+        """Remove the share's spilled records (a share whose run is not used)."""
+        for path in self.record_paths:
+            os.unlink(path)
+        self.record_paths = []
 
 
 def _merged(parts: list[tuple[list[Any], list[Any]]]) -> list[Any]:
@@ -80,6 +91,16 @@ def _merged(parts: list[tuple[list[Any], list[Any]]]) -> list[Any]:
 
 def merge_shares(shares: list[ShareResult]) -> ShareResult:
     """The shares' records as one process would have listed them."""
+    tallies = [s.tally for s in shares if s.tally is not None]
+    if tallies:
+        assert len(tallies) == len(shares), "every share of a run streams, or none"
+        return ShareResult(
+            regressions=_merged([(s.regression_keys, s.regressions) for s in shares]),
+            rejected=_merged([(s.rejected_at, s.rejected) for s in shares]),
+            skipped=_merged([(s.skipped_at, s.skipped) for s in shares]),
+            tally=RunTally.merged(tallies),
+            record_paths=[path for s in shares for path in s.record_paths],
+        )
     return ShareResult(
         episodes=_merged([(s.episode_keys, s.episodes) for s in shares]),
         episode_json=_merged([(s.episode_keys, s.episode_json) for s in shares]),

@@ -34,10 +34,20 @@ Bad episodes are rejected one by one with the codec's message; the rest are stil
 A file whose first record is not an episode and that looks like another kind of file
 (signals, a suite, a saved run...) stops the run with one error naming the command that reads
 it (`evalstream.assertions.file_kinds`).
+
+Streamed runs (`StreamPlan`: `evalstream score` without suites, a Markdown report, a saved
+baseline or a baseline state) keep no episode once scored: episodes wait in a window of
+`reorder` episodes ordered by start, the earliest is scored whenever the window is full, its
+record goes to a spill file and its scores to a `RunTally`. Memory then holds the window, the
+ids seen (a repeated id keeps its first copy) and the per-key state, whatever the input's
+size. An input out of start order by more than the window (or a baseline-run episode met
+after scoring began) cannot be streamed exactly: the run starts again holding every episode,
+as a run without a plan does, with the same results.
 """
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
@@ -60,6 +70,7 @@ from evalstream.assertions.scores.dimensions import (
     ScoringInput,
 )
 from evalstream.assertions.scores.run import Scorer, ScoreRun, ScoreRunError
+from evalstream.assertions.scores.run_tally import RunTally
 from evalstream.assertions.wire.pricing import default_pricing, load_pricing
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
@@ -73,7 +84,8 @@ from evalstream.connectors.files.episode_files import FileItem, FileProblem, rea
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
 from evalstream.stream.console.store_progress import StoreProgressLine
 from evalstream.stream.process_shards import available_cores, run_shards
-from evalstream.stream.score_shares import Share, ShareResult, merge_shares
+from evalstream.stream.score_shares import EpisodeKey, Share, ShareResult, merge_shares
+from evalstream.stream.scored_records import MergedRecords, RecordSpill
 
 # Suites (and the assertion engine behind them), the judge, YAML and the Markdown report are
 # imported when a run needs them: scoring store episodes without suites starts faster.
@@ -210,6 +222,21 @@ def _problems(exc: ValidationError) -> str:
         f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
         for err in exc.errors()
     )
+
+
+REORDER_WINDOW = 20_000  # episodes a streamed run holds to restore start order
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPlan:
+    """Stream the run's episodes out as they are scored (see the module docstring)."""
+
+    records_dir: str | None  # each scored episode's record is spilled here; None: not rendered
+    reorder: int = REORDER_WINDOW
+
+
+class _OutOfOrderError(Exception):
+    """A streamed run met an episode that belongs before one already scored."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,22 +422,31 @@ def _scorer(settings: ScoreSettings) -> tuple[Scorer, Any, dict[str, JSON]]:
     return scorer, judge, baseline_info
 
 
-async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
+async def score_episodes(
+    settings: ScoreSettings, *, now: datetime, stream: StreamPlan | None = None
+) -> ScoreRun:
     """Score as the settings say (see the module docstring); raises InputError subclasses
-    for settings and store problems, records bad episodes in the run."""
+    for settings and store problems, records bad episodes in the run. With `stream` (and
+    neither suites nor a baseline state), the run's episodes are streamed out: the run has
+    a `tally` and reads its records from `stream.records_dir` (keep it until written)."""
     scorer, judge, baseline_info = _scorer(settings)
+    if scorer.has_suites or settings.baseline_state:
+        stream = None
     shards = shard_count(settings)
     if shards > 1:
-        parts = run_shards(shards, lambda index: _score_share(settings, now, index, shards))
+        parts = run_shards(shards, lambda index: _score_share(settings, now, index, shards, stream))
         if any(part is None for part in parts):  # the input cannot be split exactly
-            parts = [_score_share(settings, now, 0, 1)]
+            for part in parts:
+                if part is not None:
+                    part.discard()
+            parts = [_score_share(settings, now, 0, 1, None)]
         merged = merge_shares([p for p in parts if p is not None])
     else:
-        sweep = _Sweep(settings, scorer, Share())
-        async for where, obj in _items(settings, now):
-            sweep.take(where, obj)
-        await sweep.score(judge)
-        merged = sweep.result()
+        try:
+            merged = await _sweep_items(settings, now, scorer, judge, stream)
+        except _OutOfOrderError:
+            scorer, judge, _ = _scorer(settings)
+            merged = await _sweep_items(settings, now, scorer, judge, None)
     scorer.episodes, scorer.regressions = merged.episodes, merged.regressions
     scorer.rejected, scorer.skipped = merged.rejected, merged.skipped
     source: dict[str, JSON]
@@ -430,23 +466,50 @@ async def score_episodes(settings: ScoreSettings, *, now: datetime) -> ScoreRun:
         source = {"files": list(settings.files)}
     created = now.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     run = scorer.run(created_at=created, source=source, baseline=baseline_info)
-    run.rendered_episodes = merged.episode_json
+    if merged.tally is not None:
+        run.tally = merged.tally
+        run.rendered_episodes = MergedRecords(merged.record_paths) if merged.record_paths else None
+    else:
+        run.rendered_episodes = merged.episode_json
     return run
 
 
+async def _sweep_items(
+    settings: ScoreSettings, now: datetime, scorer: Scorer, judge: Any, stream: StreamPlan | None
+) -> ShareResult:
+    """A run in this process; raises _OutOfOrderError when `stream` cannot be kept."""
+    sweep = _Sweep(settings, scorer, Share(), stream)
+    try:
+        async for where, obj in _items(settings, now):
+            sweep.take(where, obj)
+        await sweep.score(judge)
+    except BaseException:
+        sweep.discard()
+        raise
+    return sweep.result()
+
+
 def _score_share(
-    settings: ScoreSettings, now: datetime, index: int, count: int
+    settings: ScoreSettings, now: datetime, index: int, count: int, stream: StreamPlan | None
 ) -> ShareResult | None:
     """One process's share of a sharded run over files (no suites, so no judge to await);
-    None when the input cannot be split exactly (`_Sweep.fits_one_process`)."""
+    None when the input cannot be split exactly (`_Sweep.fits_one_process`) or streamed."""
     scorer, _, _ = _scorer(settings)
-    sweep = _Sweep(settings, scorer, Share(index, count))
-    for where, obj in _file_items(settings, now):
-        sweep.take(where, obj)
-    if count > 1 and not sweep.fits_one_process():
+    sweep = _Sweep(settings, scorer, Share(index, count), stream)
+    try:
+        for where, obj in _file_items(settings, now):
+            sweep.take(where, obj)
+        if count > 1 and not sweep.fits_one_process():
+            sweep.discard()
+            return None
+        for _ in sweep.scored():
+            raise AssertionError("a sharded run has no suites, so nothing to judge")
+    except _OutOfOrderError:
+        sweep.discard()
         return None
-    for _ in sweep.scored():
-        raise AssertionError("a sharded run has no suites, so nothing to judge")
+    except BaseException:
+        sweep.discard()
+        raise
     return sweep.result()
 
 
@@ -454,12 +517,30 @@ class _Sweep:
     """Reads a run's items, decodes this process's share of them, scores them in start order;
     every record is tagged with its place in the whole run (`ShareResult`)."""
 
-    def __init__(self, settings: ScoreSettings, scorer: Scorer, share: Share) -> None:
+    def __init__(
+        self, settings: ScoreSettings, scorer: Scorer, share: Share, stream: StreamPlan | None
+    ) -> None:
         self.settings = settings
         self.scorer = scorer
         self.share = share
         self.out = ShareResult()
         self.decoded: dict[str, _Decoded] = {}
+        # A streamed run's state: episodes waiting to be scored (a heap by place), the ids
+        # seen, the baseline run's episodes, the place of the last episode scored.
+        self.stream = stream
+        self.waiting: list[tuple[EpisodeKey, _Decoded]] = []
+        self.seen: set[str] = set()
+        self.base: list[_Decoded] = []
+        self.last: EpisodeKey | None = None
+        self.started = False
+        self.tally = RunTally() if stream is not None else None
+        self.records = (
+            RecordSpill(stream.records_dir)
+            if stream is not None and stream.records_dir is not None
+            else None
+        )
+        if stream is not None:
+            scorer.keep_scored = False
         self.position = 0  # of the item in the run's input
         self.streams: set[tuple[JSON, JSON]] = set()  # raw (agent, variant) pairs
         self.keys: set[tuple[JSON, JSON]] = set()  # raw (agent, case) pairs
@@ -496,8 +577,75 @@ class _Sweep:
             if mine:
                 self.scorer.skip(item.episode_id, "still running")
                 self.out.skipped_at.append(position)
+        elif self.stream is not None:
+            self._hold(item, self.stream.reorder)
         elif item.episode_id not in self.decoded:  # a baseline-run episode may be listed twice
             self.decoded[item.episode_id] = item
+
+    def _hold(self, item: _Decoded, reorder: int) -> None:
+        """A streamed run's decoded episode: it waits for its turn, and the earliest waiting
+        is scored once more than `reorder` wait."""
+        if item.episode_id in self.seen:
+            return
+        self.seen.add(item.episode_id)
+        settings = self.settings
+        if settings.baseline == "run" and item.attrs.get("run_id") == settings.baseline_run:
+            if self.started:
+                raise _OutOfOrderError
+            self.base.append(item)
+            return
+        key = (item.start, item.episode_id)
+        if self.last is not None and key < self.last:
+            raise _OutOfOrderError
+        heapq.heappush(self.waiting, (key, item))
+        if len(self.waiting) > reorder:
+            self._score_next()
+
+    def _begin(self) -> None:
+        """Before a streamed run scores its first episode: the baseline run's baselines."""
+        self.started = True
+        if self.settings.baseline == "run":
+            if not self.base:  # it may come later, or not at all: holding every episode tells
+                raise _OutOfOrderError
+            self.base.sort(key=lambda d: (d.start, d.episode_id))
+            _use_baseline_run(self.scorer, self.base, self.settings)
+            self.base = []
+
+    def _score_next(self) -> None:
+        if not self.started:
+            self._begin()
+        key, item = heapq.heappop(self.waiting)
+        self.last = key
+        self._score(key, item, None)
+
+    def _score(self, key: EpisodeKey, item: _Decoded, closed: ClosedEpisode | None) -> None:
+        """Score one decoded episode (`closed`: its signals evaluated, judgements resolved)."""
+        scorer, out = self.scorer, self.out
+        if closed is None and item.signals is not None:
+            closed = scorer.evaluate(item.signals)
+        before = len(scorer.regressions)
+        try:
+            if closed is not None:
+                scored = scorer.score(closed)
+            else:
+                assert item.direct is not None
+                scored = scorer.score_result(item.direct.result, item.direct.tool_names)
+        except BaselineMismatchError as exc:
+            scorer.reject(item.where, "baseline_mismatch", str(exc))
+            out.rejected_at.append((1, item.start, item.episode_id))
+        else:
+            if self.tally is None:
+                out.episode_keys.append(key)
+            else:
+                self.tally.add(scored, key)
+                if self.records is not None:
+                    self.records.write(key, episode_json(scored))
+        out.regression_keys.extend([key] * (len(scorer.regressions) - before))
+
+    def discard(self) -> None:
+        """Drop what a run that will not be used has spilled."""
+        if self.records is not None:
+            self.records.discard()
 
     def _reject(self, position: int, where: str, reason: str, message: str) -> None:
         self.scorer.reject(where, reason, message)
@@ -529,6 +677,12 @@ class _Sweep:
     def scored(self) -> Iterator[ClosedEpisode]:
         """Score the decoded episodes in start order; yields each closed episode that has
         judgements pending, to be resolved before the iteration goes on."""
+        if self.stream is not None:
+            if not self.started:
+                self._begin()
+            while self.waiting:
+                self._score_next()
+            return
         settings, scorer = self.settings, self.scorer
         ordered = sorted(self.decoded.values(), key=lambda d: (d.start, d.episode_id))
         self.decoded = {}
@@ -540,29 +694,15 @@ class _Sweep:
         if isinstance(baselines, RollingBaselines) and state_path:
             baselines = scorer.baselines = _starting_state(state_path, baselines, window_ids)
         started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
-        out = self.out
         ordered.reverse()
         while ordered:
             item = ordered.pop()  # each decoded episode is freed once scored
-            key = (item.start, item.episode_id)
-            before = len(scorer.regressions)
             closed = None
             if item.signals is not None:
                 closed = scorer.evaluate(item.signals)
                 if closed.pending:
                     yield closed
-            try:
-                if closed is not None:
-                    scorer.score(closed)
-                else:
-                    assert item.direct is not None
-                    scorer.score_result(item.direct.result, item.direct.tool_names)
-            except BaselineMismatchError as exc:
-                scorer.reject(item.where, "baseline_mismatch", str(exc))
-                out.rejected_at.append((1, item.start, item.episode_id))
-            else:
-                out.episode_keys.append(key)
-            out.regression_keys.extend([key] * (len(scorer.regressions) - before))
+            self._score((item.start, item.episode_id), item, closed)
         if isinstance(baselines, RollingBaselines) and state_path:
             saved = BaselineState(baselines.to_json(), started_from, frozenset(window_ids))
             Path(state_path).write_bytes(orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2))
@@ -578,8 +718,19 @@ class _Sweep:
         the process that scored it: a split run renders on every core)."""
         out, scorer = self.out, self.scorer
         out.episodes, out.regressions = scorer.episodes, scorer.regressions
-        out.episode_json = [episode_json(e) for e in scorer.episodes]
         out.rejected, out.skipped = scorer.rejected, scorer.skipped
+        if self.tally is None:
+            out.episode_json = [episode_json(e) for e in scorer.episodes]
+            return out
+        out.tally = self.tally
+        if self.records is not None:
+            self.records.close()
+            out.record_paths = [self.records.path]
+        # Streamed, rejections while scoring came between those while reading: one
+        # process's order puts every read-time rejection first (`RejectionTag`).
+        tagged = sorted(zip(out.rejected_at, out.rejected, strict=True), key=lambda p: p[0])
+        out.rejected_at = [tag for tag, _ in tagged]
+        out.rejected = [rejected for _, rejected in tagged]
         return out
 
 

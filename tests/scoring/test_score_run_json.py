@@ -35,7 +35,7 @@ def test_the_spliced_file_is_the_whole_record(tmp_path: Path, workers: int) -> N
     path = tmp_path / "episodes.json"
     path.write_bytes(orjson.dumps(_episodes(seed=3)))
     run = _run(str(path), workers=workers, baseline="run", baseline_run="baseline")
-    assert run.rendered_episodes is not None
+    assert isinstance(run.rendered_episodes, list)
     assert len(run.rendered_episodes) == len(run.episodes) > 700
     assert run.regressions
     assert run.rejected

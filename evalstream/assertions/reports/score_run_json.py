@@ -8,13 +8,13 @@ the whole run's records being built as one tree of dicts at the end.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from evalstream.assertions.scores.run import ScoredEpisode, ScoreRun
+from evalstream.assertions.scores.run import ScoredEpisode, ScoreRun, ScoreRunError
 
 JSON = Any
 _INDENT = b"    "  # an episode's record sits two levels deep: run -> episodes -> record
@@ -37,12 +37,15 @@ def score_run_json_parts(
     run: ScoreRun, summary: Mapping[str, JSON] | None = None
 ) -> Iterator[bytes]:
     """`score_run_json` in pieces, to write without joining them (a million episodes'
-    records are over a gigabyte)."""
-    records: Sequence[bytes] | None = run.rendered_episodes
-    if records is None or len(records) != len(run.episodes):
+    records are over a gigabyte). A streamed run's records are read as they are written."""
+    records: Iterable[bytes] | None = run.rendered_episodes
+    if run.tally is not None:
+        if records is None and run.tally.episodes:
+            raise ScoreRunError("the run's episodes were streamed out without their records")
+    elif not isinstance(records, Sequence) or len(records) != len(run.episodes):
         records = [episode_json(e) for e in run.episodes]
     frame = orjson.dumps(run.to_json(summary, episodes=False), option=orjson.OPT_INDENT_2)
-    if not records:
+    if records is None or not run.episode_count:
         yield frame
         return
     at = frame.index(_EMPTY_EPISODES)  # the top-level key; nested ones are indented deeper

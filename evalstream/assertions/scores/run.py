@@ -21,7 +21,7 @@ The run's JSON (`ScoreRun.to_json`) is the results file of `evalstream score`, m
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ from evalstream.assertions.wire.signals import Signal
 # import; scoring results computed without signals does not.
 if TYPE_CHECKING:
     from evalstream.assertions.evaluation.assembly import ClosedEpisode, CloseRules
+    from evalstream.assertions.scores.run_tally import RunTally
     from evalstream.assertions.suite_format.suites import SuiteSet
 
 JSON = Any
@@ -177,11 +178,20 @@ class ScoreRun:
     config: Mapping[str, JSON] = field(default_factory=dict)
     # Each episode's record already rendered for the results file (`score_run_json`), in
     # `episodes` order, when whoever scored them rendered them as they went.
-    rendered_episodes: list[bytes] | None = field(default=None, repr=False, compare=False)
+    rendered_episodes: Iterable[bytes] | None = field(default=None, repr=False, compare=False)
+    # A run whose episodes were streamed out as they were scored: `episodes` is empty, this
+    # counts them, and `rendered_episodes` (read once) holds their records when rendered.
+    tally: RunTally | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, JSON]:
         """The results file's `summary`, without rendering every episode's record."""
+        if self.tally is not None:
+            return self.tally.summary(self.regressions, self.rejected, self.skipped)
         return summarise(self.episodes, self.regressions, self.rejected, self.skipped)
+
+    @property
+    def episode_count(self) -> int:
+        return self.tally.episodes if self.tally is not None else len(self.episodes)
 
     @property
     def critical(self) -> bool:
@@ -194,7 +204,11 @@ class ScoreRun:
         run's `summary()` when the caller has it already (it walks every episode)."""
         if self.rejected:
             return 2
-        if _critical(summary or self.summary()) or any(not e.passed for e in self.episodes):
+        if self.tally is not None:
+            failed = self.tally.failed > 0
+        else:
+            failed = any(not e.passed for e in self.episodes)
+        if failed or _critical(summary or self.summary()):
             return 1
         return 0
 
@@ -203,6 +217,8 @@ class ScoreRun:
     ) -> dict[str, JSON]:
         """The results file's record; `summary` when the caller has it already, and
         `episodes=False` leaves the episodes' list empty (`score_run_json` fills it in)."""
+        if episodes and self.tally is not None and self.tally.episodes:
+            raise ScoreRunError("the run's episodes were streamed out: see rendered_episodes")
         return {
             "kind": KIND,
             "version": VERSION,
@@ -221,6 +237,8 @@ class ScoreRun:
 def baselines_of(run: ScoreRun, source: str) -> FileBaselines:
     """Fixed baselines summarising a run's scored episodes per key (medians, modal tools),
     to score later runs against (`evalstream score --save-baseline`)."""
+    if run.tally is not None:
+        raise ScoreRunError("the run's episodes were streamed out: nothing to make a baseline of")
     if not run.episodes:
         raise ScoreRunError("no episode was scored: there is nothing to make a baseline of")
     return FileBaselines.from_results([e.inp for e in run.episodes], source=source)
@@ -275,6 +293,7 @@ class Scorer:
         self.detector = detector
         self._close_rules = close_rules
         self.require_agent_baseline = require_agent_baseline
+        self.keep_scored = True  # False: the caller takes each scored episode as returned
         self.episodes: list[ScoredEpisode] = []
         self.regressions: list[AlertEvent] = []
         self.rejected: list[Rejected] = []
@@ -380,7 +399,8 @@ class Scorer:
             and self.detector.holding(observation.agent_id, observation.variant)
         ):
             self.baselines.observe(inp)
-        self.episodes.append(scored)
+        if self.keep_scored:
+            self.episodes.append(scored)
         return scored
 
     def reject(self, where: str, reason: str, message: str) -> None:

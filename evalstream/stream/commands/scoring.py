@@ -9,6 +9,7 @@ episodes that were rejected as bad input (they are listed in the results), or â€
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
@@ -291,15 +292,20 @@ def score(
     from evalstream.assertions.reports.score_report import render_markdown
     from evalstream.assertions.reports.score_run_json import write_score_run_json
     from evalstream.assertions.scores.run import baselines_of
-    from evalstream.stream.score_sweep import ScoreSettings, score_episodes
+    from evalstream.stream.score_sweep import ScoreSettings, StreamPlan, score_episodes
 
     values = _settings_values(files, **options)
     try:
         settings = ScoreSettings.build(values)
     except InputError as exc:
         raise UserError(str(exc)) from exc
-    with full_collections_deferred():
-        run = _run(score_episodes(settings, now=_now()))
+    with full_collections_deferred(), contextlib.ExitStack() as scratch:
+        # Without a report or a baseline to make of every episode, none is kept once scored:
+        # their records wait in a scratch directory beside the results file until written.
+        stream = None
+        if not markdown and not save_baseline:
+            stream = StreamPlan(_scratch_dir(scratch, output) if output else None)
+        run = _run(score_episodes(settings, now=_now(), stream=stream))
         summary = run.summary()
         if output:
             write_score_run_json(output, run, summary)
@@ -324,12 +330,28 @@ def score(
     sys.exit(run.exit_code(summary))
 
 
+def _scratch_dir(scratch: contextlib.ExitStack, output: str) -> str:
+    """A directory beside `output` that `scratch` removes on leaving."""
+    import tempfile
+
+    try:
+        made = tempfile.TemporaryDirectory(
+            prefix=".evalstream-score-", dir=Path(output).absolute().parent
+        )
+    except OSError as exc:
+        raise UserError(
+            f"cannot write beside the results file {output}: {exc.strerror or exc}; "
+            "pass an --output path in a directory that exists and is writable"
+        ) from exc
+    return scratch.enter_context(made)
+
+
 def _nothing_evaluated(run: ScoreRun, settings: ScoreSettings) -> str | None:
     """Why the run evaluated nothing, naming the likely cause; None when it evaluated some.
     (Rejected episodes already exit 2 with their own messages.)"""
     if run.rejected:
         return None
-    if not run.episodes:
+    if not run.episode_count:
         if settings.store_url is not None:
             given = {k: v for k, v in run.source.get("filters", {}).items() if v is not None}
             where = f"the store returned no episode for the filters {given}"

@@ -1,0 +1,68 @@
+"""Scored episodes' rendered records spilled to disk as they are scored, read back in run order.
+
+A streamed scoring run (`score_sweep`) keeps no episode once scored: each record goes to a
+spill file in the run's scratch directory, tagged with the episode's place (start, id). A run
+split across processes leaves one file per share, each in its own scoring order;
+`MergedRecords` reads them back merged into one process's order, while the results file is
+written. The files are private to the run (its scratch directory), written and read by the
+same program.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator
+from operator import itemgetter
+from typing import IO
+
+Place = tuple[float, str]
+_BUFFER = 1 << 20
+
+
+class RecordSpill:
+    """Appends (place, record) frames to a new file in `directory`."""
+
+    def __init__(self, directory: str) -> None:
+        fd, self.path = tempfile.mkstemp(dir=directory, prefix="records-", suffix=".spill")
+        self._file: IO[bytes] | None = os.fdopen(fd, "wb", buffering=_BUFFER)
+
+    def write(self, place: Place, record: bytes) -> None:
+        assert self._file is not None, "written after close"
+        pickle.dump((place, record), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def discard(self) -> None:
+        self.close()
+        os.unlink(self.path)
+
+
+def read_spill(path: str) -> Iterator[tuple[Place, bytes]]:
+    with open(path, "rb", buffering=_BUFFER) as spill:
+        load = pickle.Unpickler(spill).load
+        while True:
+            try:
+                frame: tuple[Place, bytes] = load()
+            except EOFError:
+                return
+            yield frame
+
+
+class MergedRecords:
+    """The records of one or more spill files in place order (each file is in place order
+    already, and places are unique across them)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def __iter__(self) -> Iterator[bytes]:
+        frames = [read_spill(path) for path in self.paths]
+        merged = frames[0] if len(frames) == 1 else heapq.merge(*frames, key=itemgetter(0))
+        for _, record in merged:
+            yield record

@@ -1,0 +1,236 @@
+"""A streamed `evalstream score` (no episode kept once scored) writes exactly the results file
+of a run that holds every episode.
+
+The inputs are those of the sharded-run tests (several agents, variants and cases; regressed
+episodes firing windowed regressions; bad, running and late episodes), in start order or
+shuffled, scored with small reorder windows so that streaming scores while it reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from evalstream.assertions.reports.score_run_json import score_run_json
+from evalstream.assertions.scores.baselines import FileBaselines
+from evalstream.assertions.scores.dimensions import ScoringInput
+from evalstream.assertions.scores.run import ScoreRun, summarise
+from evalstream.assertions.scores.run_tally import ExactSum, RunTally
+from evalstream.stream.cli import cli
+from evalstream.stream.score_sweep import ScoreSettings, StreamPlan, score_episodes
+from tests.scoring.episodes import T0, make_episode
+from tests.scoring.test_score_shards import SMALL_DETECTOR, _episodes, _write
+
+JSON = Any
+NOW = T0 + timedelta(days=30)
+
+BASELINES: list[dict[str, JSON]] = [
+    {"baseline": "run", "baseline_run": "baseline"},
+    {},  # rolling
+    {"baseline": "rolling", "rolling_window": 5, "rolling_min_episodes": 2},
+    {"baseline": "none"},
+]
+
+
+def _start_of(item: JSON) -> tuple[str, str]:
+    """An input item's place in start order (items that are not episodes last)."""
+    if isinstance(item, dict) and item.get("steps"):
+        return str(item["steps"][0]["timestamp"]), str(item["episode_id"])
+    return "~", ""
+
+
+def _run(stream: StreamPlan | None, **values: JSON) -> ScoreRun:
+    values.setdefault("regression", SMALL_DETECTOR)
+    settings = ScoreSettings.build(values)
+    return asyncio.run(score_episodes(settings, now=NOW, stream=stream))
+
+
+def _results(run: ScoreRun) -> bytes:
+    return score_run_json(run, run.summary())
+
+
+def _same_as_held(tmp_path: Path, reorder: int, **values: JSON) -> ScoreRun:
+    """Score streamed and held; assert the same results file, summary and exit code."""
+    held = _run(None, **values)
+    assert held.tally is None
+    assert held.episodes
+    records = tmp_path / f"records-{len(list(tmp_path.iterdir()))}"
+    records.mkdir()
+    streamed = _run(StreamPlan(str(records), reorder=reorder), **values)
+    assert _results(streamed) == _results(held)
+    assert streamed.summary() == held.summary()
+    assert streamed.exit_code() == held.exit_code()
+    return streamed
+
+
+@pytest.mark.parametrize("baseline", BASELINES, ids=["run", "rolling", "rolling-5", "none"])
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("ndjson", [False, True], ids=["json", "ndjson"])
+def test_streaming_input_in_start_order_writes_the_held_results(
+    tmp_path: Path, baseline: dict[str, JSON], workers: int, ndjson: bool
+) -> None:
+    episodes = sorted(_episodes(seed=21), key=_start_of)
+    path = _write(tmp_path, episodes, ndjson=ndjson)
+    streamed = _same_as_held(tmp_path, 3, files=[path], workers=workers, **baseline)
+    assert streamed.tally is not None, "the run must have streamed, not started again"
+    assert not streamed.episodes, "a streamed run keeps no scored episode"
+    assert streamed.summary()["episodes"] > 700
+    assert streamed.summary()["rejected"] >= 2
+    if baseline.get("baseline") != "none":
+        assert streamed.regressions
+
+
+@pytest.mark.parametrize("baseline", BASELINES[:2], ids=["run", "rolling"])
+def test_a_window_wider_than_the_disorder_streams(
+    tmp_path: Path, baseline: dict[str, JSON]
+) -> None:
+    """Episodes shuffled by up to a few places, baselines first: a window of 10 restores
+    start order while scoring as it reads."""
+    episodes = sorted(_episodes(seed=22), key=_start_of)
+    rng = random.Random(5)
+    for i in range(10, len(episodes) - 3, 4):
+        j = i + rng.randrange(3)
+        episodes[i], episodes[j] = episodes[j], episodes[i]
+    path = _write(tmp_path, episodes)
+    streamed = _same_as_held(tmp_path, 10, files=[path], **baseline)
+    assert streamed.tally is not None
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("baseline", BASELINES[:2], ids=["run", "rolling"])
+def test_input_out_of_order_beyond_the_window_starts_again_holding_every_episode(
+    tmp_path: Path, baseline: dict[str, JSON], workers: int
+) -> None:
+    path = _write(tmp_path, _episodes(seed=23))  # shuffled
+    streamed = _same_as_held(tmp_path, 5, files=[path], workers=workers, **baseline)
+    assert streamed.tally is None, "held, after meeting an episode earlier than one scored"
+    spilled = [p for p in tmp_path.iterdir() if p.name.startswith("records-")]
+    assert spilled
+    assert not any(any(p.iterdir()) for p in spilled), "the abandoned stream's spill is removed"
+
+
+def test_a_baseline_run_episode_after_scoring_began_starts_again(tmp_path: Path) -> None:
+    episodes = sorted(_episodes(seed=24), key=_start_of)
+    late_base = make_episode("base-late", agent="agent-1", run_id="baseline", start=T0)
+    episodes.append(late_base)  # its start is early, but it comes last
+    path = _write(tmp_path, episodes)
+    values: dict[str, JSON] = {"baseline": "run", "baseline_run": "baseline"}
+    streamed = _same_as_held(tmp_path, 50, files=[path], **values)
+    assert streamed.tally is None
+    wide = _same_as_held(tmp_path, 10_000, files=[path], **values)
+    assert wide.tally is not None, "a window holding the whole input streams"
+
+
+def test_fixed_baselines_with_rejections_while_scoring(tmp_path: Path) -> None:
+    """An agent without a fixed baseline is rejected while scoring; streamed, those
+    rejections still come after every rejection made while reading."""
+    episodes = sorted(_episodes(seed=25), key=_start_of)
+    inputs = [
+        ScoringInput(
+            episode_id=f"b-{a}",
+            attrs={"agent_id": f"agent-{a}", "case_id": "refund"},
+            cost_usd=0.02,
+            latency_ms=4000.0,
+            tool_names=("search", "refund"),
+        )
+        for a in range(4)  # agent-4 and agent-new have none
+    ]
+    baseline_file = tmp_path / "baselines.json"
+    baseline_file.write_bytes(
+        orjson.dumps(FileBaselines.from_results(inputs, source="test").to_json())
+    )
+    values: dict[str, JSON] = {"baseline": "file", "baseline_file": str(baseline_file)}
+    path = _write(tmp_path, episodes)
+    streamed = _same_as_held(tmp_path, 4, files=[path], **values)
+    reasons = [r.reason for r in streamed.rejected]
+    mismatches = [i for i, reason in enumerate(reasons) if reason == "baseline_mismatch"]
+    read_time = [i for i, reason in enumerate(reasons) if reason != "baseline_mismatch"]
+    assert mismatches  # the bad items come last in the file, after scoring began
+    assert read_time
+    assert max(read_time) < min(mismatches)
+    assert streamed.tally is not None
+    for workers in (2, 3):
+        assert _results(_same_as_held(tmp_path, 4, files=[path], workers=workers, **values))
+
+
+def test_no_records_without_a_results_file(tmp_path: Path) -> None:
+    path = _write(tmp_path, sorted(_episodes(seed=26), key=_start_of))
+    held = _run(None, files=[path])
+    streamed = _run(StreamPlan(None, reorder=3), files=[path])
+    assert streamed.rendered_episodes is None
+    assert streamed.summary() == held.summary()
+    with pytest.raises(Exception, match="streamed out"):
+        score_run_json(streamed)
+
+
+def test_the_score_command_streams_and_leaves_no_scratch_files(tmp_path: Path) -> None:
+    path = _write(tmp_path, sorted(_episodes(seed=27), key=_start_of))
+    out = tmp_path / "out" / "results.json"
+    out.parent.mkdir()
+    streamed = CliRunner().invoke(cli, ["score", path, "--output", str(out)])
+    assert streamed.exit_code == 2, streamed.output  # the two bad items
+    assert [p.name for p in out.parent.iterdir()] == ["results.json"]
+    held_md = tmp_path / "held.md"
+    held_out = tmp_path / "held.json"
+    held = CliRunner().invoke(
+        cli, ["score", path, "--output", str(held_out), "--markdown", str(held_md)]
+    )
+    assert held.exit_code == streamed.exit_code
+    assert held.output == streamed.output
+
+    def without_time(p: Path) -> JSON:
+        obj = orjson.loads(p.read_bytes())
+        obj.pop("created_at")
+        return obj
+
+    assert without_time(out) == without_time(held_out)
+    assert without_time(out)["summary"]["episodes"] > 700
+
+
+def test_an_output_in_a_missing_directory_is_named_before_scoring(tmp_path: Path) -> None:
+    path = _write(tmp_path, _episodes(seed=28, count=20))
+    missing = tmp_path / "nowhere" / "results.json"
+    result = CliRunner().invoke(cli, ["score", path, "--output", str(missing)])
+    assert result.exit_code == 2
+    assert "cannot write beside the results file" in result.output
+    assert "writable" in result.output
+
+
+def test_the_tally_summarises_exactly_as_the_whole_list(tmp_path: Path) -> None:
+    """The tally of every episode (and of a random split of them, merged) is `summarise`
+    of the list, means to the last bit."""
+    path = _write(tmp_path, _episodes(seed=29))
+    run = _run(None, files=[path], baseline="rolling", rolling_window=5, rolling_min_episodes=2)
+    expected = summarise(run.episodes, run.regressions, run.rejected, run.skipped)
+    places = [(float(i), e.inp.episode_id) for i, e in enumerate(run.episodes)]
+    whole = RunTally()
+    parts = [RunTally(), RunTally(), RunTally()]
+    rng = random.Random(3)
+    for place, episode in zip(places, run.episodes, strict=True):
+        whole.add(episode, place)
+        rng.choice(parts).add(episode, place)
+    assert whole.summary(run.regressions, run.rejected, run.skipped) == expected
+    merged = RunTally.merged(parts)
+    assert merged.summary(run.regressions, run.rejected, run.skipped) == expected
+
+
+def test_exact_sums_where_plain_addition_rounds() -> None:
+    rng = random.Random(11)
+    values = [rng.choice((1e16, -1e16, 1.0, 0.1, 1e-16, 3.3)) for _ in range(5_000)]
+    total = ExactSum()
+    for v in values:
+        total.add(v)
+    assert total.mean() == math.fsum(values) / len(values)
+    assert sum(values) != math.fsum(values), "the values must make plain addition round"
+    special = ExactSum()
+    for v in (1.0, math.inf, 2.0):
+        special.add(v)
+    assert special.mean() == math.inf
