@@ -36,18 +36,17 @@ A file whose first record is not an episode and that looks like another kind of 
 it (`evalstream.assertions.file_kinds`).
 
 Streamed runs (`StreamPlan`: `evalstream score` without suites, a Markdown report, a saved
-baseline or a baseline state) keep no episode once scored: episodes wait in a window of
-`reorder` episodes ordered by start, the earliest is scored whenever the window is full, its
-record goes to a spill file and its scores to a `RunTally`. Memory then holds the window, the
-ids seen (a repeated id keeps its first copy) and the per-key state, whatever the input's
-size. An input out of start order by more than the window (or a baseline-run episode met
-after scoring began) cannot be streamed exactly: the run starts again holding every episode,
-as a run without a plan does, with the same results.
+baseline or a baseline state) hold neither the decoded episodes nor the scored ones: decoded
+episodes are put in start order by an external merge sort (`episode_sort`, runs of
+`run_size` spilled to the plan's scratch directory), each scored episode's record is
+spilled there too (`scored_records`) and its scores counted in a `RunTally`. Memory then
+holds one sorted run, the ids seen (a repeated id keeps its first copy), the baseline run's
+episodes and the per-key state, whatever the input's size or order; the results are the same
+byte for byte.
 """
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
@@ -72,9 +71,8 @@ from evalstream.assertions.scores.dimensions import (
 from evalstream.assertions.scores.run import Scorer, ScoreRun, ScoreRunError
 from evalstream.assertions.scores.run_tally import RunTally
 from evalstream.assertions.wire.pricing import default_pricing, load_pricing
-from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
-from evalstream.connectors.codecs.store_results import StoreResult, episode_result
+from evalstream.connectors.codecs.store_results import episode_result
 from evalstream.connectors.episode_store import (
     MAX_PAGE,
     EpisodeQuery,
@@ -83,8 +81,9 @@ from evalstream.connectors.episode_store import (
 from evalstream.connectors.files.episode_files import FileItem, FileProblem, read_episode_file
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
 from evalstream.stream.console.store_progress import StoreProgressLine
+from evalstream.stream.episode_sort import DecodedEpisode, EpisodeSorter
 from evalstream.stream.process_shards import available_cores, run_shards
-from evalstream.stream.score_shares import EpisodeKey, Share, ShareResult, merge_shares
+from evalstream.stream.score_shares import Share, ShareResult, merge_shares
 from evalstream.stream.scored_records import MergedRecords, RecordSpill
 
 # Suites (and the assertion engine behind them), the judge, YAML and the Markdown report are
@@ -224,51 +223,34 @@ def _problems(exc: ValidationError) -> str:
     )
 
 
-REORDER_WINDOW = 20_000  # episodes a streamed run holds to restore start order
+SORT_RUN_EPISODES = 20_000  # a streamed run sorts this many episodes in memory at a time
 
 
 @dataclass(frozen=True, slots=True)
 class StreamPlan:
     """Stream the run's episodes out as they are scored (see the module docstring)."""
 
-    records_dir: str | None  # each scored episode's record is spilled here; None: not rendered
-    reorder: int = REORDER_WINDOW
-
-
-class _OutOfOrderError(Exception):
-    """A streamed run met an episode that belongs before one already scored."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Decoded:
-    """One valid episode, ready to score: its signals (evaluated against the suites), or,
-    with no suite, its result computed directly from the episode (`store_results`)."""
-
-    where: str
-    episode_id: str
-    start: float  # its first signal's time: episodes are scored in start order
-    attrs: Mapping[str, JSON]
-    running: bool
-    signals: list[Signal] | None = None
-    direct: StoreResult | None = None
+    scratch: str  # a directory for the sorted runs and the spilled records
+    records: bool = True  # render each scored episode's record (for a results file)
+    run_size: int = SORT_RUN_EPISODES
 
 
 def _decode(
     obj: JSON, where: str, label: str, settings: ScoreSettings, *, direct: bool
-) -> _Decoded:
+) -> DecodedEpisode:
     """One episode to score; raises StoreEpisodeError for an invalid one (the same with or
     without `direct`, which skips signals when no suite needs them)."""
     if direct:
         found = episode_result(obj, where=label, unknown_steps=settings.unknown_steps)
         if found is not None:
             result = found.result
-            return _Decoded(
+            return DecodedEpisode(
                 where, result.episode_id, found.start, result.attrs, found.running, direct=found
             )
     signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
     first = signals[0]
     running = obj.get("status") == "running"
-    return _Decoded(where, first.episode_id, first.ts, first.attrs or {}, running, signals)
+    return DecodedEpisode(where, first.episode_id, first.ts, first.attrs or {}, running, signals)
 
 
 def _queries(
@@ -439,14 +421,10 @@ async def score_episodes(
             for part in parts:
                 if part is not None:
                     part.discard()
-            parts = [_score_share(settings, now, 0, 1, None)]
+            parts = [_score_share(settings, now, 0, 1, stream)]
         merged = merge_shares([p for p in parts if p is not None])
     else:
-        try:
-            merged = await _sweep_items(settings, now, scorer, judge, stream)
-        except _OutOfOrderError:
-            scorer, judge, _ = _scorer(settings)
-            merged = await _sweep_items(settings, now, scorer, judge, None)
+        merged = await _sweep_items(settings, now, scorer, judge, stream)
     scorer.episodes, scorer.regressions = merged.episodes, merged.regressions
     scorer.rejected, scorer.skipped = merged.rejected, merged.skipped
     source: dict[str, JSON]
@@ -477,7 +455,7 @@ async def score_episodes(
 async def _sweep_items(
     settings: ScoreSettings, now: datetime, scorer: Scorer, judge: Any, stream: StreamPlan | None
 ) -> ShareResult:
-    """A run in this process; raises _OutOfOrderError when `stream` cannot be kept."""
+    """A run in this process."""
     sweep = _Sweep(settings, scorer, Share(), stream)
     try:
         async for where, obj in _items(settings, now):
@@ -493,7 +471,7 @@ def _score_share(
     settings: ScoreSettings, now: datetime, index: int, count: int, stream: StreamPlan | None
 ) -> ShareResult | None:
     """One process's share of a sharded run over files (no suites, so no judge to await);
-    None when the input cannot be split exactly (`_Sweep.fits_one_process`) or streamed."""
+    None when the input cannot be split exactly (`_Sweep.fits_one_process`)."""
     scorer, _, _ = _scorer(settings)
     sweep = _Sweep(settings, scorer, Share(index, count), stream)
     try:
@@ -504,9 +482,6 @@ def _score_share(
             return None
         for _ in sweep.scored():
             raise AssertionError("a sharded run has no suites, so nothing to judge")
-    except _OutOfOrderError:
-        sweep.discard()
-        return None
     except BaseException:
         sweep.discard()
         raise
@@ -524,20 +499,18 @@ class _Sweep:
         self.scorer = scorer
         self.share = share
         self.out = ShareResult()
-        self.decoded: dict[str, _Decoded] = {}
-        # A streamed run's state: episodes waiting to be scored (a heap by place), the ids
-        # seen, the baseline run's episodes, the place of the last episode scored.
-        self.stream = stream
-        self.waiting: list[tuple[EpisodeKey, _Decoded]] = []
+        # Decoded episodes wait here to be scored in start order (spilled in sorted runs
+        # when streamed); the baseline run's aside; a repeated id keeps its first copy.
+        self.sorter = EpisodeSorter(
+            stream.scratch if stream is not None else None,
+            stream.run_size if stream is not None else 0,
+        )
+        self.base: list[DecodedEpisode] = []
         self.seen: set[str] = set()
-        self.base: list[_Decoded] = []
-        self.last: EpisodeKey | None = None
-        self.started = False
+        # Streamed, a scored episode is counted and its record spilled, not kept.
         self.tally = RunTally() if stream is not None else None
         self.records = (
-            RecordSpill(stream.records_dir)
-            if stream is not None and stream.records_dir is not None
-            else None
+            RecordSpill(stream.scratch) if stream is not None and stream.records else None
         )
         if stream is not None:
             scorer.keep_scored = False
@@ -577,52 +550,18 @@ class _Sweep:
             if mine:
                 self.scorer.skip(item.episode_id, "still running")
                 self.out.skipped_at.append(position)
-        elif self.stream is not None:
-            self._hold(item, self.stream.reorder)
-        elif item.episode_id not in self.decoded:  # a baseline-run episode may be listed twice
-            self.decoded[item.episode_id] = item
+        elif item.episode_id not in self.seen:  # a baseline-run episode may be listed twice
+            self.seen.add(item.episode_id)
+            settings = self.settings
+            if settings.baseline == "run" and item.attrs.get("run_id") == settings.baseline_run:
+                self.base.append(item)
+            else:
+                self.sorter.add(item)
 
-    def _hold(self, item: _Decoded, reorder: int) -> None:
-        """A streamed run's decoded episode: it waits for its turn, and the earliest waiting
-        is scored once more than `reorder` wait."""
-        if item.episode_id in self.seen:
-            return
-        self.seen.add(item.episode_id)
-        settings = self.settings
-        if settings.baseline == "run" and item.attrs.get("run_id") == settings.baseline_run:
-            if self.started:
-                raise _OutOfOrderError
-            self.base.append(item)
-            return
-        key = (item.start, item.episode_id)
-        if self.last is not None and key < self.last:
-            raise _OutOfOrderError
-        heapq.heappush(self.waiting, (key, item))
-        if len(self.waiting) > reorder:
-            self._score_next()
-
-    def _begin(self) -> None:
-        """Before a streamed run scores its first episode: the baseline run's baselines."""
-        self.started = True
-        if self.settings.baseline == "run":
-            if not self.base:  # it may come later, or not at all: holding every episode tells
-                raise _OutOfOrderError
-            self.base.sort(key=lambda d: (d.start, d.episode_id))
-            _use_baseline_run(self.scorer, self.base, self.settings)
-            self.base = []
-
-    def _score_next(self) -> None:
-        if not self.started:
-            self._begin()
-        key, item = heapq.heappop(self.waiting)
-        self.last = key
-        self._score(key, item, None)
-
-    def _score(self, key: EpisodeKey, item: _Decoded, closed: ClosedEpisode | None) -> None:
+    def _score(self, item: DecodedEpisode, closed: ClosedEpisode | None) -> None:
         """Score one decoded episode (`closed`: its signals evaluated, judgements resolved)."""
         scorer, out = self.scorer, self.out
-        if closed is None and item.signals is not None:
-            closed = scorer.evaluate(item.signals)
+        key = item.place
         before = len(scorer.regressions)
         try:
             if closed is not None:
@@ -644,6 +583,7 @@ class _Sweep:
 
     def discard(self) -> None:
         """Drop what a run that will not be used has spilled."""
+        self.sorter.discard()
         if self.records is not None:
             self.records.discard()
 
@@ -677,32 +617,30 @@ class _Sweep:
     def scored(self) -> Iterator[ClosedEpisode]:
         """Score the decoded episodes in start order; yields each closed episode that has
         judgements pending, to be resolved before the iteration goes on."""
-        if self.stream is not None:
-            if not self.started:
-                self._begin()
-            while self.waiting:
-                self._score_next()
-            return
         settings, scorer = self.settings, self.scorer
-        ordered = sorted(self.decoded.values(), key=lambda d: (d.start, d.episode_id))
-        self.decoded = {}
         if settings.baseline == "run":
-            ordered = _use_baseline_run(scorer, ordered, settings)
-        window_ids = [d.episode_id for d in ordered]
+            self.base.sort(key=lambda d: d.place)
+            _use_baseline_run(scorer, self.base, settings)
+            self.base = []
+        episodes = self.sorter.in_order()
         baselines = scorer.baselines
         state_path = settings.baseline_state
-        if isinstance(baselines, RollingBaselines) and state_path:
+        window_ids: list[str] = []
+        started_from = None
+        if isinstance(baselines, RollingBaselines) and state_path:  # never streamed
+            ordered = list(episodes)
+            window_ids = [d.episode_id for d in ordered]
             baselines = scorer.baselines = _starting_state(state_path, baselines, window_ids)
-        started_from = baselines.to_json() if isinstance(baselines, RollingBaselines) else None
-        ordered.reverse()
-        while ordered:
-            item = ordered.pop()  # each decoded episode is freed once scored
+            started_from = baselines.to_json()
+            ordered.reverse()
+            episodes = _drained(ordered)
+        for item in episodes:
             closed = None
             if item.signals is not None:
                 closed = scorer.evaluate(item.signals)
                 if closed.pending:
                     yield closed
-            self._score((item.start, item.episode_id), item, closed)
+            self._score(item, closed)
         if isinstance(baselines, RollingBaselines) and state_path:
             saved = BaselineState(baselines.to_json(), started_from, frozenset(window_ids))
             Path(state_path).write_bytes(orjson.dumps(saved.to_json(), option=orjson.OPT_INDENT_2))
@@ -802,16 +740,15 @@ def _starting_state(path: str, loaded: RollingBaselines, window_ids: list[str]) 
     return RollingBaselines.from_json(current)
 
 
-def _use_baseline_run(
-    scorer: Scorer, ordered: list[_Decoded], settings: ScoreSettings
-) -> list[_Decoded]:
-    """Split off the baseline run's episodes and make them the scorer's fixed baselines."""
+def _drained(items: list[DecodedEpisode]) -> Iterator[DecodedEpisode]:
+    """`items` from the last, each freed once the caller is done with it."""
+    while items:
+        yield items.pop()
+
+
+def _use_baseline_run(scorer: Scorer, base: list[DecodedEpisode], settings: ScoreSettings) -> None:
+    """Make the baseline run's episodes (in start order) the scorer's fixed baselines."""
     run_id = settings.baseline_run
-
-    def in_run(item: _Decoded) -> bool:
-        return item.attrs.get("run_id") == run_id
-
-    base = [d for d in ordered if in_run(d)]
     if not base:
         raise ScoreRunError(
             f"no episode of baseline run {run_id!r} found (episodes name their run in "
@@ -831,7 +768,6 @@ def _use_baseline_run(
     scorer.baselines = FileBaselines.from_results(inputs, source=f"run:{run_id}")
     scorer.require_agent_baseline = True
     scorer.set_baseline_agents()
-    return [d for d in ordered if not in_run(d)]
 
 
 @dataclass(frozen=True, slots=True)

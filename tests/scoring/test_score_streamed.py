@@ -2,8 +2,8 @@
 of a run that holds every episode.
 
 The inputs are those of the sharded-run tests (several agents, variants and cases; regressed
-episodes firing windowed regressions; bad, running and late episodes), in start order or
-shuffled, scored with small reorder windows so that streaming scores while it reads.
+episodes firing windowed regressions; bad, running and late episodes), shuffled, in start
+order or newest first (as the store pages), sorted in small runs spilled to disk.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ from evalstream.assertions.scores.dimensions import ScoringInput
 from evalstream.assertions.scores.run import ScoreRun, summarise
 from evalstream.assertions.scores.run_tally import ExactSum, RunTally
 from evalstream.stream.cli import cli
+from evalstream.stream.episode_sort import EpisodeSorter
 from evalstream.stream.score_sweep import ScoreSettings, StreamPlan, score_episodes
 from tests.scoring.episodes import T0, make_episode
 from tests.scoring.test_score_shards import SMALL_DETECTOR, _episodes, _write
+from tests.support_store import EpisodeStoreServer
 
 JSON = Any
 NOW = T0 + timedelta(days=30)
@@ -57,76 +59,75 @@ def _results(run: ScoreRun) -> bytes:
     return score_run_json(run, run.summary())
 
 
-def _same_as_held(tmp_path: Path, reorder: int, **values: JSON) -> ScoreRun:
-    """Score streamed and held; assert the same results file, summary and exit code."""
+@pytest.fixture
+def spills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many episodes each sorted run spilled to disk held."""
+    held: list[int] = []
+    real = EpisodeSorter._spill
+
+    def spy(sorter: EpisodeSorter) -> None:
+        held.append(len(sorter.waiting))
+        real(sorter)
+
+    monkeypatch.setattr(EpisodeSorter, "_spill", spy)
+    return held
+
+
+def _same_as_held(tmp_path: Path, run_size: int, **values: JSON) -> ScoreRun:
+    """Score streamed and held; assert the same results file, summary and exit code, and
+    that only the records' spill files are left in the scratch directory."""
     held = _run(None, **values)
     assert held.tally is None
     assert held.episodes
-    records = tmp_path / f"records-{len(list(tmp_path.iterdir()))}"
-    records.mkdir()
-    streamed = _run(StreamPlan(str(records), reorder=reorder), **values)
+    scratch = tmp_path / f"scratch-{len(list(tmp_path.iterdir()))}"
+    scratch.mkdir()
+    streamed = _run(StreamPlan(str(scratch), run_size=run_size), **values)
+    assert streamed.tally is not None
+    assert not streamed.episodes, "a streamed run keeps no scored episode"
     assert _results(streamed) == _results(held)
     assert streamed.summary() == held.summary()
     assert streamed.exit_code() == held.exit_code()
+    assert all(p.name.startswith("records-") for p in scratch.iterdir())
     return streamed
 
 
 @pytest.mark.parametrize("baseline", BASELINES, ids=["run", "rolling", "rolling-5", "none"])
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("ndjson", [False, True], ids=["json", "ndjson"])
-def test_streaming_input_in_start_order_writes_the_held_results(
-    tmp_path: Path, baseline: dict[str, JSON], workers: int, ndjson: bool
+def test_a_streamed_run_writes_the_results_of_a_run_holding_every_episode(
+    tmp_path: Path, baseline: dict[str, JSON], workers: int, ndjson: bool, spills: list[int]
 ) -> None:
-    episodes = sorted(_episodes(seed=21), key=_start_of)
-    path = _write(tmp_path, episodes, ndjson=ndjson)
-    streamed = _same_as_held(tmp_path, 3, files=[path], workers=workers, **baseline)
-    assert streamed.tally is not None, "the run must have streamed, not started again"
-    assert not streamed.episodes, "a streamed run keeps no scored episode"
+    path = _write(tmp_path, _episodes(seed=21), ndjson=ndjson)  # shuffled
+    streamed = _same_as_held(tmp_path, 50, files=[path], workers=workers, **baseline)
     assert streamed.summary()["episodes"] > 700
     assert streamed.summary()["rejected"] >= 2
     if baseline.get("baseline") != "none":
         assert streamed.regressions
+    assert len(spills) >= 700 // 50 // workers, "the episodes must have been sorted in runs on disk"
+    assert set(spills) == {50}
 
 
-@pytest.mark.parametrize("baseline", BASELINES[:2], ids=["run", "rolling"])
-def test_a_window_wider_than_the_disorder_streams(
-    tmp_path: Path, baseline: dict[str, JSON]
-) -> None:
-    """Episodes shuffled by up to a few places, baselines first: a window of 10 restores
-    start order while scoring as it reads."""
+def test_input_in_start_order_and_newest_first(tmp_path: Path, spills: list[int]) -> None:
     episodes = sorted(_episodes(seed=22), key=_start_of)
-    rng = random.Random(5)
-    for i in range(10, len(episodes) - 3, 4):
-        j = i + rng.randrange(3)
-        episodes[i], episodes[j] = episodes[j], episodes[i]
-    path = _write(tmp_path, episodes)
-    streamed = _same_as_held(tmp_path, 10, files=[path], **baseline)
-    assert streamed.tally is not None
+    for order in (episodes, episodes[::-1]):
+        path = _write(tmp_path, order)
+        _same_as_held(tmp_path, 7, files=[path], baseline="run", baseline_run="baseline")
+    assert spills
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("baseline", BASELINES[:2], ids=["run", "rolling"])
-def test_input_out_of_order_beyond_the_window_starts_again_holding_every_episode(
-    tmp_path: Path, baseline: dict[str, JSON], workers: int
-) -> None:
-    path = _write(tmp_path, _episodes(seed=23))  # shuffled
-    streamed = _same_as_held(tmp_path, 5, files=[path], workers=workers, **baseline)
-    assert streamed.tally is None, "held, after meeting an episode earlier than one scored"
-    spilled = [p for p in tmp_path.iterdir() if p.name.startswith("records-")]
-    assert spilled
-    assert not any(any(p.iterdir()) for p in spilled), "the abandoned stream's spill is removed"
-
-
-def test_a_baseline_run_episode_after_scoring_began_starts_again(tmp_path: Path) -> None:
+def test_a_baseline_run_listed_last(tmp_path: Path) -> None:
     episodes = sorted(_episodes(seed=24), key=_start_of)
-    late_base = make_episode("base-late", agent="agent-1", run_id="baseline", start=T0)
-    episodes.append(late_base)  # its start is early, but it comes last
+    episodes.append(make_episode("base-late", agent="agent-1", run_id="baseline", start=T0))
     path = _write(tmp_path, episodes)
-    values: dict[str, JSON] = {"baseline": "run", "baseline_run": "baseline"}
-    streamed = _same_as_held(tmp_path, 50, files=[path], **values)
-    assert streamed.tally is None
-    wide = _same_as_held(tmp_path, 10_000, files=[path], **values)
-    assert wide.tally is not None, "a window holding the whole input streams"
+    _same_as_held(tmp_path, 10, files=[path], baseline="run", baseline_run="baseline")
+
+
+def test_repeated_ids_keep_their_first_copy(tmp_path: Path) -> None:
+    path = _write(tmp_path, _episodes(seed=9, repeated_ids=True))
+    for workers in (1, 2):
+        _same_as_held(
+            tmp_path, 20, files=[path], workers=workers, baseline="run", baseline_run="baseline"
+        )
 
 
 def test_fixed_baselines_with_rejections_while_scoring(tmp_path: Path) -> None:
@@ -149,22 +150,31 @@ def test_fixed_baselines_with_rejections_while_scoring(tmp_path: Path) -> None:
     )
     values: dict[str, JSON] = {"baseline": "file", "baseline_file": str(baseline_file)}
     path = _write(tmp_path, episodes)
-    streamed = _same_as_held(tmp_path, 4, files=[path], **values)
-    reasons = [r.reason for r in streamed.rejected]
-    mismatches = [i for i, reason in enumerate(reasons) if reason == "baseline_mismatch"]
-    read_time = [i for i, reason in enumerate(reasons) if reason != "baseline_mismatch"]
-    assert mismatches  # the bad items come last in the file, after scoring began
-    assert read_time
-    assert max(read_time) < min(mismatches)
-    assert streamed.tally is not None
-    for workers in (2, 3):
-        assert _results(_same_as_held(tmp_path, 4, files=[path], workers=workers, **values))
+    for workers in (1, 2, 3):
+        streamed = _same_as_held(tmp_path, 4, files=[path], workers=workers, **values)
+        reasons = [r.reason for r in streamed.rejected]
+        mismatches = [i for i, reason in enumerate(reasons) if reason == "baseline_mismatch"]
+        read_time = [i for i, reason in enumerate(reasons) if reason != "baseline_mismatch"]
+        assert mismatches
+        assert read_time
+        assert max(read_time) < min(mismatches)
+
+
+def test_a_store_paged_newest_first(tmp_path: Path, spills: list[int]) -> None:
+    with EpisodeStoreServer() as store:
+        for episode in _episodes(seed=30, count=300):
+            if isinstance(episode, dict) and episode.get("agent_id") and episode.get("steps"):
+                store.add(episode)
+        values: dict[str, JSON] = {"store_url": store.url, "limit": 10_000}
+        streamed = _same_as_held(tmp_path, 25, **values)
+    assert streamed.summary()["episodes"] > 250
+    assert spills
 
 
 def test_no_records_without_a_results_file(tmp_path: Path) -> None:
     path = _write(tmp_path, sorted(_episodes(seed=26), key=_start_of))
     held = _run(None, files=[path])
-    streamed = _run(StreamPlan(None, reorder=3), files=[path])
+    streamed = _run(StreamPlan(str(tmp_path), records=False, run_size=3), files=[path])
     assert streamed.rendered_episodes is None
     assert streamed.summary() == held.summary()
     with pytest.raises(Exception, match="streamed out"):

@@ -301,10 +301,11 @@ def score(
         raise UserError(str(exc)) from exc
     with full_collections_deferred(), contextlib.ExitStack() as scratch:
         # Without a report or a baseline to make of every episode, none is kept once scored:
-        # their records wait in a scratch directory beside the results file until written.
+        # episodes are sorted, and their records wait, in a scratch directory (beside the
+        # results file, which is about as big) until written.
         stream = None
         if not markdown and not save_baseline:
-            stream = StreamPlan(_scratch_dir(scratch, output) if output else None)
+            stream = StreamPlan(_scratch_dir(scratch, output), records=output is not None)
         run = _run(score_episodes(settings, now=_now(), stream=stream))
         summary = run.summary()
         if output:
@@ -330,15 +331,17 @@ def score(
     sys.exit(run.exit_code(summary))
 
 
-def _scratch_dir(scratch: contextlib.ExitStack, output: str) -> str:
-    """A directory beside `output` that `scratch` removes on leaving."""
+def _scratch_dir(scratch: contextlib.ExitStack, output: str | None) -> str:
+    """A directory beside `output` (else the system's temporary directory) that `scratch`
+    removes on leaving."""
     import tempfile
 
+    where = Path(output).absolute().parent if output else None
     try:
-        made = tempfile.TemporaryDirectory(
-            prefix=".evalstream-score-", dir=Path(output).absolute().parent
-        )
+        made = tempfile.TemporaryDirectory(prefix=".evalstream-score-", dir=where)
     except OSError as exc:
+        if output is None:
+            raise UserError(f"cannot make a scratch directory: {exc}; set TMPDIR") from exc
         raise UserError(
             f"cannot write beside the results file {output}: {exc.strerror or exc}; "
             "pass an --output path in a directory that exists and is writable"
