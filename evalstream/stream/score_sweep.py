@@ -550,13 +550,22 @@ class _Sweep:
             if mine:
                 self.scorer.skip(item.episode_id, "still running")
                 self.out.skipped_at.append(position)
-        elif item.episode_id not in self.seen:  # a baseline-run episode may be listed twice
-            self.seen.add(item.episode_id)
+        elif self._first_copy(item.episode_id):  # a baseline-run episode may be listed twice
             settings = self.settings
             if settings.baseline == "run" and item.attrs.get("run_id") == settings.baseline_run:
                 self.base.append(item)
             else:
                 self.sorter.add(item)
+
+    def _first_copy(self, episode_id: str) -> bool:
+        """Whether no copy of this id was read before. A split run need not remember: a
+        repeated id anywhere in the input (`_count_streams`) sends it back to one process."""
+        if self.share.count > 1:
+            return True
+        if episode_id in self.seen:
+            return False
+        self.seen.add(episode_id)
+        return True
 
     def _score(self, item: DecodedEpisode, closed: ClosedEpisode | None) -> None:
         """Score one decoded episode (`closed`: its signals evaluated, judgements resolved)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 import os
-import pickle
+import struct
 import tempfile
 from collections.abc import Iterator
 from operator import itemgetter
@@ -20,6 +20,8 @@ from typing import IO
 
 Place = tuple[float, str]
 _BUFFER = 1 << 20
+# A frame: the episode's start, the lengths of its id (UTF-8) and of its record, then both.
+_HEADER = struct.Struct("<dII")
 
 
 class RecordSpill:
@@ -31,7 +33,10 @@ class RecordSpill:
 
     def write(self, place: Place, record: bytes) -> None:
         assert self._file is not None, "written after close"
-        pickle.dump((place, record), self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        start, episode_id = place
+        key = episode_id.encode()
+        self._file.write(_HEADER.pack(start, len(key), len(record)) + key)
+        self._file.write(record)
 
     def close(self) -> None:
         if self._file is not None:
@@ -44,14 +49,13 @@ class RecordSpill:
 
 
 def read_spill(path: str) -> Iterator[tuple[Place, bytes]]:
+    size = _HEADER.size
     with open(path, "rb", buffering=_BUFFER) as spill:
-        load = pickle.Unpickler(spill).load
-        while True:
-            try:
-                frame: tuple[Place, bytes] = load()
-            except EOFError:
-                return
-            yield frame
+        read = spill.read
+        while header := read(size):
+            start, key_len, record_len = _HEADER.unpack(header)
+            episode_id = read(key_len).decode()
+            yield (start, episode_id), read(record_len)
 
 
 class MergedRecords:
