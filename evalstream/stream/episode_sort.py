@@ -13,6 +13,7 @@ for these objects); one that carries signals (evaluated against suites) is pickl
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import marshal
 import os
@@ -27,6 +28,7 @@ from evalstream.assertions.evaluation.facts import EpisodeMetrics
 from evalstream.assertions.evaluation.results import EpisodeResult
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_results import StoreResult
+from evalstream.stream.scored_records import ScratchError
 
 JSON = Any
 Place = tuple[float, str]  # start, episode id: the run's scoring order
@@ -174,13 +176,17 @@ class EpisodeSorter:
             self._spill()
 
     def _spill(self) -> None:
-        assert self.directory is not None
+        directory = self.directory
+        assert directory is not None
         self.waiting.sort(key=itemgetter(0))
-        fd, path = tempfile.mkstemp(dir=self.directory, prefix="episodes-", suffix=".run")
-        self.runs.append(path)
-        with os.fdopen(fd, "wb", buffering=_BUFFER) as run:
-            for _, item in self.waiting:
-                write_episode(item, run)
+        try:
+            fd, path = tempfile.mkstemp(dir=directory, prefix="episodes-", suffix=".run")
+            self.runs.append(path)
+            with os.fdopen(fd, "wb", buffering=_BUFFER) as run:
+                for _, item in self.waiting:
+                    write_episode(item, run)
+        except OSError as exc:
+            raise ScratchError.of(directory, exc) from exc
         self.waiting = []
 
     def in_order(self) -> Iterator[DecodedEpisode]:
@@ -201,6 +207,6 @@ class EpisodeSorter:
 
     def discard(self) -> None:
         for path in self.runs:
-            if os.path.exists(path):
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
         self.runs = []

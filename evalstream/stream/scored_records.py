@@ -10,6 +10,7 @@ same program.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 import struct
@@ -18,34 +19,59 @@ from collections.abc import Iterator
 from operator import itemgetter
 from typing import IO
 
+from evalstream.assertions.errors import InputError
+
 Place = tuple[float, str]
 _BUFFER = 1 << 20
 # A frame: the episode's start, the lengths of its id (UTF-8) and of its record, then both.
 _HEADER = struct.Struct("<dII")
 
 
+class ScratchError(InputError):
+    """The run's scratch directory cannot be written (a full disk, a directory removed)."""
+
+    @classmethod
+    def of(cls, directory: str, exc: OSError) -> ScratchError:
+        return cls(
+            f"cannot write the run's scratch files in {directory}: {exc.strerror or exc}; "
+            "free space there, or write the results file (--output) to another disk"
+        )
+
+
 class RecordSpill:
     """Appends (place, record) frames to a new file in `directory`."""
 
     def __init__(self, directory: str) -> None:
-        fd, self.path = tempfile.mkstemp(dir=directory, prefix="records-", suffix=".spill")
+        self.directory = directory
+        try:
+            fd, self.path = tempfile.mkstemp(dir=directory, prefix="records-", suffix=".spill")
+        except OSError as exc:
+            raise ScratchError.of(directory, exc) from exc
         self._file: IO[bytes] | None = os.fdopen(fd, "wb", buffering=_BUFFER)
 
     def write(self, place: Place, record: bytes) -> None:
         assert self._file is not None, "written after close"
         start, episode_id = place
         key = episode_id.encode()
-        self._file.write(_HEADER.pack(start, len(key), len(record)) + key)
-        self._file.write(record)
+        try:
+            self._file.write(_HEADER.pack(start, len(key), len(record)) + key)
+            self._file.write(record)
+        except OSError as exc:
+            raise ScratchError.of(self.directory, exc) from exc
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            try:
+                self._file.close()
+            except OSError as exc:
+                raise ScratchError.of(self.directory, exc) from exc
+            finally:
+                self._file = None
 
     def discard(self) -> None:
-        self.close()
-        os.unlink(self.path)
+        with contextlib.suppress(OSError):  # the run is being abandoned: nothing more to say
+            self.close()
+            os.unlink(self.path)
 
 
 def read_spill(path: str) -> Iterator[tuple[Place, bytes]]:

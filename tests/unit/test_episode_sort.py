@@ -7,6 +7,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import pytest
+
 from evalstream.assertions.wire.signals import Signal
 from evalstream.stream.episode_sort import (
     DecodedEpisode,
@@ -15,6 +17,7 @@ from evalstream.stream.episode_sort import (
     write_episode,
 )
 from evalstream.stream.score_sweep import ScoreSettings, _decode
+from evalstream.stream.scored_records import RecordSpill, ScratchError
 from tests.scoring.test_score_shards import _episodes
 
 JSON = Any
@@ -91,3 +94,16 @@ def test_without_a_directory_everything_waits_in_memory(tmp_path: Path) -> None:
     for item in reversed(items):
         sorter.add(item)
     assert list(sorter.in_order()) == sorted(items, key=lambda i: i.place)
+
+
+def test_a_scratch_directory_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    gone.rmdir()
+    sorter = EpisodeSorter(str(gone), run_size=2)
+    items = _decoded(8)
+    sorter.add(items[0])
+    with pytest.raises(ScratchError, match=r"cannot write the run's scratch files in .*gone"):
+        sorter.add(items[1])
+    with pytest.raises(ScratchError, match="free space there"):
+        RecordSpill(str(gone))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalstream.assertions.alerting.alert_rules import (
     AlertRules,
@@ -52,7 +52,6 @@ from evalstream.assertions.wire.signals import Signal
 # import; scoring results computed without signals does not.
 if TYPE_CHECKING:
     from evalstream.assertions.evaluation.assembly import ClosedEpisode, CloseRules
-    from evalstream.assertions.scores.run_tally import RunTally
     from evalstream.assertions.suite_format.suites import SuiteSet
 
 JSON = Any
@@ -160,6 +159,23 @@ def summarise(
     }
 
 
+class EpisodeTally(Protocol):
+    """What a run whose episodes were streamed out keeps of them (`run_tally.RunTally`)."""
+
+    @property
+    def episodes(self) -> int: ...
+
+    @property
+    def failed(self) -> int: ...
+
+    def summary(
+        self,
+        regressions: Sequence[AlertEvent],
+        rejected: Sequence[Rejected],
+        skipped: Sequence[Mapping[str, str]],
+    ) -> dict[str, JSON]: ...
+
+
 def _critical(summary: Mapping[str, JSON]) -> bool:
     return bool(summary["critical_episodes"] or summary["critical_regressions"])
 
@@ -181,7 +197,7 @@ class ScoreRun:
     rendered_episodes: Iterable[bytes] | None = field(default=None, repr=False, compare=False)
     # A run whose episodes were streamed out as they were scored: `episodes` is empty, this
     # counts them, and `rendered_episodes` (read once) holds their records when rendered.
-    tally: RunTally | None = field(default=None, repr=False, compare=False)
+    tally: EpisodeTally | None = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict[str, JSON]:
         """The results file's `summary`, without rendering every episode's record."""
