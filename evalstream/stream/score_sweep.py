@@ -410,7 +410,7 @@ async def score_episodes(
     """Score as the settings say (see the module docstring); raises InputError subclasses
     for settings and store problems, records bad episodes in the run. With `stream` (and
     neither suites nor a baseline state), the run's episodes are streamed out: the run has
-    a `tally` and reads its records from `stream.records_dir` (keep it until written)."""
+    a `tally`, and its records are read from `stream.scratch` (keep it until written)."""
     scorer, judge, baseline_info = _scorer(settings)
     if scorer.has_suites or settings.baseline_state:
         stream = None
