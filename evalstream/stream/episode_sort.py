@@ -48,6 +48,7 @@ class DecodedEpisode:
     running: bool
     signals: list[Signal] | None = None
     direct: StoreResult | None = None
+    position: int = 0  # of the item in the run's input (which copy of a repeated id came first)
 
     @property
     def place(self) -> Place:
@@ -64,6 +65,7 @@ def _plain(item: DecodedEpisode) -> tuple[Any, ...] | None:
         return None
     return (
         _DIRECT,
+        item.position,
         item.where,
         item.start,
         item.running,
@@ -99,6 +101,7 @@ def _plain(item: DecodedEpisode) -> tuple[Any, ...] | None:
 def _from_plain(values: tuple[Any, ...]) -> DecodedEpisode:
     (
         _,
+        position,
         where,
         start,
         running,
@@ -136,7 +139,7 @@ def _from_plain(values: tuple[Any, ...]) -> DecodedEpisode:
         error,
     )
     found = StoreResult(result, tool_names, found_start, found_running)
-    return DecodedEpisode(where, episode_id, start, attrs, running, direct=found)
+    return DecodedEpisode(where, episode_id, start, attrs, running, direct=found, position=position)
 
 
 def write_episode(item: DecodedEpisode, out: IO[bytes]) -> None:

@@ -39,10 +39,10 @@ Streamed runs (`StreamPlan`: `evalstream score` without suites, a Markdown repor
 baseline or a baseline state) hold neither the decoded episodes nor the scored ones: decoded
 episodes are put in start order by an external merge sort (`episode_sort`, runs of
 `run_size` spilled to the plan's scratch directory), each scored episode's record is
-spilled there too (`scored_records`) and its scores counted in a `RunTally`. Memory then
-holds one sorted run, the ids seen (a repeated id keeps its first copy), the baseline run's
-episodes and the per-key state, whatever the input's size or order; the results are the same
-byte for byte.
+spilled there too (`scored_records`) and its scores counted in a `RunTally`; repeated ids
+(a repeated id keeps its first copy) are found by sorting ids in runs too (`id_ledger`).
+Memory then holds one sorted run, the baseline run's episodes and the per-key state, whatever
+the input's size or order; the results are the same byte for byte.
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ from evalstream.connectors.files.episode_files import FileItem, FileProblem, rea
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
 from evalstream.stream.console.store_progress import StoreProgressLine
 from evalstream.stream.episode_sort import DecodedEpisode, EpisodeSorter
+from evalstream.stream.id_ledger import IdLedger
 from evalstream.stream.process_shards import available_cores, run_shards
 from evalstream.stream.score_shares import Share, ShareResult, merge_shares
 from evalstream.stream.scored_records import MergedRecords, RecordSpill
@@ -236,7 +237,13 @@ class StreamPlan:
 
 
 def _decode(
-    obj: JSON, where: str, label: str, settings: ScoreSettings, *, direct: bool
+    obj: JSON,
+    where: str,
+    label: str,
+    settings: ScoreSettings,
+    *,
+    direct: bool,
+    position: int = 0,
 ) -> DecodedEpisode:
     """One episode to score; raises StoreEpisodeError for an invalid one (the same with or
     without `direct`, which skips signals when no suite needs them)."""
@@ -245,12 +252,20 @@ def _decode(
         if found is not None:
             result = found.result
             return DecodedEpisode(
-                where, result.episode_id, found.start, result.attrs, found.running, direct=found
+                where,
+                result.episode_id,
+                found.start,
+                result.attrs,
+                found.running,
+                direct=found,
+                position=position,
             )
     signals = episode_to_signals(obj, where=label, unknown_steps=settings.unknown_steps)
     first = signals[0]
     running = obj.get("status") == "running"
-    return DecodedEpisode(where, first.episode_id, first.ts, first.attrs or {}, running, signals)
+    return DecodedEpisode(
+        where, first.episode_id, first.ts, first.attrs or {}, running, signals, position=position
+    )
 
 
 def _queries(
@@ -505,8 +520,13 @@ class _Sweep:
             stream.scratch if stream is not None else None,
             stream.run_size if stream is not None else 0,
         )
+        self.repeat_positions: set[int] | None = None
         self.base: list[DecodedEpisode] = []
-        self.seen: set[str] = set()
+        scratch = stream.scratch if stream is not None else None
+        run_size = stream.run_size if stream is not None else 0
+        # The ids of the decoded episodes (one process: a repeated id keeps its first copy)
+        # or of every item (a split run goes back to one process when an id repeats).
+        self.ids = IdLedger(scratch, run_size)
         # Streamed, a scored episode is counted and its record spilled, not kept.
         self.tally = RunTally() if stream is not None else None
         self.records = (
@@ -517,8 +537,6 @@ class _Sweep:
         self.position = 0  # of the item in the run's input
         self.streams: set[tuple[JSON, JSON]] = set()  # raw (agent, variant) pairs
         self.keys: set[tuple[JSON, JSON]] = set()  # raw (agent, case) pairs
-        self.ids: set[str] = set()  # raw episode ids, while none is listed twice
-        self.repeated_id = False
         self.direct = not scorer.has_suites  # no suite needs the signals
         self.label = (
             f"episode store {settings.store_url}: episode"
@@ -532,7 +550,7 @@ class _Sweep:
         position = self.position
         self.position += 1
         if self.share.count > 1:
-            self._count_streams(obj)
+            self._count_streams(obj, position)
         mine = self.share.owns(obj)
         if not mine and not _in_run(obj, self.settings):
             return
@@ -541,7 +559,7 @@ class _Sweep:
             return
         label = self.label or f"{where}: episode"
         try:
-            item = _decode(obj, where, label, self.settings, direct=self.direct)
+            item = _decode(obj, where, label, self.settings, direct=self.direct, position=position)
         except StoreEpisodeError as exc:
             if mine:
                 self._reject(position, where, exc.reason, str(exc))
@@ -550,22 +568,20 @@ class _Sweep:
             if mine:
                 self.scorer.skip(item.episode_id, "still running")
                 self.out.skipped_at.append(position)
-        elif self._first_copy(item.episode_id):  # a baseline-run episode may be listed twice
+        else:
+            if self.share.count == 1:
+                self.ids.add(item.episode_id, position)
             settings = self.settings
             if settings.baseline == "run" and item.attrs.get("run_id") == settings.baseline_run:
                 self.base.append(item)
             else:
                 self.sorter.add(item)
 
-    def _first_copy(self, episode_id: str) -> bool:
-        """Whether no copy of this id was read before. A split run need not remember: a
-        repeated id anywhere in the input (`_count_streams`) sends it back to one process."""
-        if self.share.count > 1:
-            return True
-        if episode_id in self.seen:
-            return False
-        self.seen.add(episode_id)
-        return True
+    def _repeats(self) -> set[int]:
+        """The input positions of the items that repeat an id read earlier (once read)."""
+        if self.repeat_positions is None:
+            self.repeat_positions = self.ids.later_copies()
+        return self.repeat_positions
 
     def _score(self, item: DecodedEpisode, closed: ClosedEpisode | None) -> None:
         """Score one decoded episode (`closed`: its signals evaluated, judgements resolved)."""
@@ -593,6 +609,7 @@ class _Sweep:
     def discard(self) -> None:
         """Drop what a run that will not be used has spilled."""
         self.sorter.discard()
+        self.ids.discard()
         if self.records is not None:
             self.records.discard()
 
@@ -600,7 +617,7 @@ class _Sweep:
         self.scorer.reject(where, reason, message)
         self.out.rejected_at.append((0, float(position), ""))
 
-    def _count_streams(self, obj: JSON) -> None:
+    def _count_streams(self, obj: JSON, position: int) -> None:
         if isinstance(obj, Mapping):
             metadata = obj.get("metadata")
             meta = metadata if isinstance(metadata, Mapping) else {}
@@ -608,15 +625,14 @@ class _Sweep:
             self.streams.add((agent, _hashable(meta.get("variant"))))
             self.keys.add((agent, _hashable(meta.get("case_id"))))
             episode_id = obj.get("episode_id")
-            if isinstance(episode_id, str) and not self.repeated_id:
-                self.repeated_id = episode_id in self.ids
-                self.ids.add(episode_id)
+            if isinstance(episode_id, str):
+                self.ids.add(episode_id, position)
 
     def fits_one_process(self) -> bool:
         """Whether no regression stream or rolling baseline key of the input could be evicted
         and no episode id is listed twice (then every share's state is independent of the
         others', and each keeps the copy one process would)."""
-        if self.repeated_id:
+        if self._repeats():
             return False
         detector, baselines = self.scorer.detector, self.scorer.baselines
         if detector is not None and len(self.streams) > detector.config.max_streams:
@@ -627,11 +643,15 @@ class _Sweep:
         """Score the decoded episodes in start order; yields each closed episode that has
         judgements pending, to be resolved before the iteration goes on."""
         settings, scorer = self.settings, self.scorer
+        # One process drops the later copies of a repeated id; a split run has none.
+        repeats = self._repeats() if self.share.count == 1 else set()
         if settings.baseline == "run":
-            self.base.sort(key=lambda d: d.place)
-            _use_baseline_run(scorer, self.base, settings)
+            base = sorted((d for d in self.base if d.position not in repeats), key=_place)
             self.base = []
-        episodes = self.sorter.in_order()
+            _use_baseline_run(scorer, base, settings)
+        episodes: Iterator[DecodedEpisode] = (
+            d for d in self.sorter.in_order() if d.position not in repeats
+        )
         baselines = scorer.baselines
         state_path = settings.baseline_state
         window_ids: list[str] = []
@@ -747,6 +767,10 @@ def _starting_state(path: str, loaded: RollingBaselines, window_ids: list[str]) 
     for key in current["keys"]:
         key["entries"] = [e for e in key["entries"] if e["episode_id"] not in ids]
     return RollingBaselines.from_json(current)
+
+
+def _place(item: DecodedEpisode) -> tuple[float, str]:
+    return item.place
 
 
 def _drained(items: list[DecodedEpisode]) -> Iterator[DecodedEpisode]:

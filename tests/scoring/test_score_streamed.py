@@ -123,11 +123,23 @@ def test_a_baseline_run_listed_last(tmp_path: Path) -> None:
 
 
 def test_repeated_ids_keep_their_first_copy(tmp_path: Path) -> None:
-    path = _write(tmp_path, _episodes(seed=9, repeated_ids=True))
+    episodes = _episodes(seed=9, repeated_ids=True)
+    first_agent: dict[str, str] = {}
+    for e in episodes:
+        if isinstance(e, dict) and e.get("agent_id") and e.get("steps"):
+            first_agent.setdefault(e["episode_id"], e["agent_id"])
+    path = _write(tmp_path, episodes)
     for workers in (1, 2):
-        _same_as_held(
+        streamed = _same_as_held(
             tmp_path, 20, files=[path], workers=workers, baseline="run", baseline_run="baseline"
         )
+        records = orjson.loads(_results(streamed))["episodes"]
+        ids = [r["episode_id"] for r in records]
+        assert len(ids) == len(set(ids)), "each id scored once"
+        for record in records:
+            if record["episode_id"] in ("ep-0005", "ep-0300"):  # listed twice, agents differ
+                assert record["agent_id"] == first_agent[record["episode_id"]]
+        assert "ep-0007" not in ids, "its first copy is in the baseline run, so not scored"
 
 
 def test_fixed_baselines_with_rejections_while_scoring(tmp_path: Path) -> None:
