@@ -1,10 +1,8 @@
-"""A run's decoded episodes put in start order in bounded memory (an external merge sort).
+"""A run's decoded episodes put in start order in bounded memory (`spilled_sort`).
 
 A scoring run scores episodes in start order, whatever order its input lists them in (a store
-pages newest first). `EpisodeSorter` holds up to `run_size` decoded episodes; when that many
-wait, it sorts them and writes them to a scratch file as one sorted run, and `in_order()`
-merges the runs (and what still waits) back, reading each run front to back. Memory holds
-one run's worth of episodes and one buffered episode per run, whatever the input's size.
+pages newest first). `EpisodeSorter` sorts them in runs of `run_size` written to scratch
+files and merges the runs back (`in_order()`), holding one run's worth of episodes.
 
 An episode whose result was computed directly (`store_results`) travels as a tuple of plain
 values written with `marshal` (a few microseconds each way, about a fifth of pickle's time
@@ -13,26 +11,20 @@ for these objects); one that carries signals (evaluated against suites) is pickl
 
 from __future__ import annotations
 
-import contextlib
-import heapq
 import marshal
-import os
 import pickle
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import IO, Any
 
 from evalstream.assertions.evaluation.facts import EpisodeMetrics
 from evalstream.assertions.evaluation.results import EpisodeResult
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_results import StoreResult
-from evalstream.stream.scored_records import ScratchError
+from evalstream.stream.spilled_sort import SpilledSort, marshal_frames
 
 JSON = Any
 Place = tuple[float, str]  # start, episode id: the run's scoring order
-_BUFFER = 1 << 20
 _DIRECT, _PICKLED = 0, 1
 
 
@@ -153,63 +145,24 @@ def write_episode(item: DecodedEpisode, out: IO[bytes]) -> None:
     marshal.dump((_PICKLED, pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)), out)
 
 
-def read_episodes(path: str) -> Iterator[tuple[Place, DecodedEpisode]]:
-    with open(path, "rb", buffering=_BUFFER) as run:
-        while True:
-            try:
-                values = marshal.load(run)
-            except EOFError:
-                return
-            item = _from_plain(values) if values[0] == _DIRECT else pickle.loads(values[1])
-            yield item.place, item
+def read_episodes(path: str) -> Iterator[DecodedEpisode]:
+    for values in marshal_frames(path):
+        yield _from_plain(values) if values[0] == _DIRECT else pickle.loads(values[1])
 
 
-class EpisodeSorter:
+def place_of(item: DecodedEpisode) -> Place:
+    return item.place
+
+
+class EpisodeSorter(SpilledSort[DecodedEpisode]):
     """Decoded episodes in, the same in start order out (see the module docstring)."""
 
     def __init__(self, directory: str | None, run_size: int) -> None:
-        self.directory = directory  # None: everything waits in memory
-        self.run_size = run_size
-        self.waiting: list[tuple[Place, DecodedEpisode]] = []
-        self.runs: list[str] = []
-
-    def add(self, item: DecodedEpisode) -> None:
-        self.waiting.append((item.place, item))
-        if self.directory is not None and len(self.waiting) >= self.run_size:
-            self._spill()
-
-    def _spill(self) -> None:
-        directory = self.directory
-        assert directory is not None
-        self.waiting.sort(key=itemgetter(0))
-        try:
-            fd, path = tempfile.mkstemp(dir=directory, prefix="episodes-", suffix=".run")
-            self.runs.append(path)
-            with os.fdopen(fd, "wb", buffering=_BUFFER) as run:
-                for _, item in self.waiting:
-                    write_episode(item, run)
-        except OSError as exc:
-            raise ScratchError.of(directory, exc) from exc
-        self.waiting = []
-
-    def in_order(self) -> Iterator[DecodedEpisode]:
-        """Every episode added, in start order (once; each run file is removed when read)."""
-        self.waiting.sort(key=itemgetter(0))
-        if not self.runs:
-            waiting, self.waiting = self.waiting, []
-            waiting.reverse()
-            while waiting:
-                yield waiting.pop()[1]  # each is freed once scored
-            return
-        sources = [read_episodes(path) for path in self.runs]
-        waiting, self.waiting = self.waiting, []
-        sources.append(iter(waiting))
-        for _, item in heapq.merge(*sources, key=itemgetter(0)):
-            yield item
-        self.discard()
-
-    def discard(self) -> None:
-        for path in self.runs:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        self.runs = []
+        super().__init__(
+            directory,
+            run_size,
+            key=place_of,
+            write=write_episode,
+            read=read_episodes,
+            prefix="episodes-",
+        )

@@ -81,7 +81,7 @@ from evalstream.connectors.episode_store import (
 from evalstream.connectors.files.episode_files import FileItem, FileProblem, read_episode_file
 from evalstream.connectors.files.file_kinds import expecting, raise_if_other_kind
 from evalstream.stream.console.store_progress import StoreProgressLine
-from evalstream.stream.episode_sort import DecodedEpisode, EpisodeSorter
+from evalstream.stream.episode_sort import DecodedEpisode, EpisodeSorter, place_of
 from evalstream.stream.id_ledger import IdLedger
 from evalstream.stream.process_shards import available_cores, run_shards
 from evalstream.stream.score_shares import Share, ShareResult, merge_shares
@@ -514,19 +514,16 @@ class _Sweep:
         self.scorer = scorer
         self.share = share
         self.out = ShareResult()
-        # Decoded episodes wait here to be scored in start order (spilled in sorted runs
-        # when streamed); the baseline run's aside; a repeated id keeps its first copy.
-        self.sorter = EpisodeSorter(
-            stream.scratch if stream is not None else None,
-            stream.run_size if stream is not None else 0,
-        )
-        self.repeat_positions: set[int] | None = None
-        self.base: list[DecodedEpisode] = []
-        scratch = stream.scratch if stream is not None else None
+        scratch = stream.scratch if stream is not None else None  # None: held in memory
         run_size = stream.run_size if stream is not None else 0
+        # Decoded episodes wait here to be scored in start order (spilled in sorted runs
+        # when streamed); the baseline run's aside.
+        self.sorter = EpisodeSorter(scratch, run_size)
+        self.base: list[DecodedEpisode] = []
         # The ids of the decoded episodes (one process: a repeated id keeps its first copy)
         # or of every item (a split run goes back to one process when an id repeats).
         self.ids = IdLedger(scratch, run_size)
+        self.repeat_positions: set[int] | None = None
         # Streamed, a scored episode is counted and its record spilled, not kept.
         self.tally = RunTally() if stream is not None else None
         self.records = (
@@ -646,7 +643,7 @@ class _Sweep:
         # One process drops the later copies of a repeated id; a split run has none.
         repeats = self._repeats() if self.share.count == 1 else set()
         if settings.baseline == "run":
-            base = sorted((d for d in self.base if d.position not in repeats), key=_place)
+            base = sorted((d for d in self.base if d.position not in repeats), key=place_of)
             self.base = []
             _use_baseline_run(scorer, base, settings)
         episodes: Iterator[DecodedEpisode] = (
@@ -767,10 +764,6 @@ def _starting_state(path: str, loaded: RollingBaselines, window_ids: list[str]) 
     for key in current["keys"]:
         key["entries"] = [e for e in key["entries"] if e["episode_id"] not in ids]
     return RollingBaselines.from_json(current)
-
-
-def _place(item: DecodedEpisode) -> tuple[float, str]:
-    return item.place
 
 
 def _drained(items: list[DecodedEpisode]) -> Iterator[DecodedEpisode]:
