@@ -35,19 +35,23 @@ A file whose first record is not an episode and that looks like another kind of 
 (signals, a suite, a saved run...) stops the run with one error naming the command that reads
 it (`evalstream.assertions.file_kinds`).
 
-Streamed runs (`StreamPlan`: `evalstream score` without suites, a Markdown report, a saved
+Streamed runs (`StreamPlan`: `evalstream score` and `nightly` without suites, a saved
 baseline or a baseline state) hold neither the decoded episodes nor the scored ones: decoded
 episodes are put in start order by an external merge sort (`episode_sort`, runs of
 `run_size` spilled to the plan's scratch directory), each scored episode's record is
-spilled there too (`scored_records`) and its scores counted in a `RunTally`; repeated ids
-(a repeated id keeps its first copy) are found by sorting ids in runs too (`id_ledger`).
-Memory then holds one sorted run, the baseline run's episodes and the per-key state, whatever
-the input's size or order; the results are the same byte for byte.
+spilled there too (`scored_records`) and its scores counted in a `RunTally`, which also
+picks the few episodes a Markdown report lists (`worst_episodes`); repeated ids (a repeated
+id keeps its first copy) are found by sorting ids in runs too (`id_ledger`). Memory then
+holds one sorted run, the baseline run's episodes and the per-key state, whatever the
+input's size or order; the results and the report are the same byte for byte.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -70,6 +74,7 @@ from evalstream.assertions.scores.dimensions import (
 )
 from evalstream.assertions.scores.run import Scorer, ScoreRun, ScoreRunError
 from evalstream.assertions.scores.run_tally import RunTally
+from evalstream.assertions.scores.worst_episodes import WorstEpisodes
 from evalstream.assertions.wire.pricing import default_pricing, load_pricing
 from evalstream.connectors.codecs.store_episodes import StoreEpisodeError, episode_to_signals
 from evalstream.connectors.codecs.store_results import episode_result
@@ -233,6 +238,7 @@ class StreamPlan:
 
     scratch: str  # a directory for the sorted runs and the spilled records
     records: bool = True  # render each scored episode's record (for a results file)
+    listed: bool = False  # pick the episodes a Markdown report lists
     run_size: int = SORT_RUN_EPISODES
 
 
@@ -525,7 +531,11 @@ class _Sweep:
         self.ids = IdLedger(scratch, run_size)
         self.repeat_positions: set[int] | None = None
         # Streamed, a scored episode is counted and its record spilled, not kept.
-        self.tally = RunTally() if stream is not None else None
+        self.tally = (
+            RunTally(listed=WorstEpisodes() if stream.listed else None)
+            if stream is not None
+            else None
+        )
         self.records = (
             RecordSpill(stream.scratch) if stream is not None and stream.records else None
         )
@@ -796,6 +806,21 @@ def _use_baseline_run(scorer: Scorer, base: list[DecodedEpisode], settings: Scor
     scorer.set_baseline_agents()
 
 
+@contextlib.contextmanager
+def _scratch_in(directory: Path) -> Iterator[str]:
+    """A scratch directory inside `directory`, removed on leaving."""
+    try:
+        scratch = tempfile.mkdtemp(prefix=".evalstream-scratch-", dir=directory)
+    except OSError as exc:
+        raise SweepError(
+            f"cannot write in the report directory {directory}: {exc.strerror}"
+        ) from exc
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 @dataclass(frozen=True, slots=True)
 class NightlyResult:
     run: ScoreRun
@@ -810,21 +835,37 @@ async def run_nightly(settings: NightlySettings, *, now: datetime) -> NightlyRes
     `exit_code`: 2 when episodes were rejected; 1 on `fail_on` (default: a CRITICAL
     per-episode alert or a CRITICAL windowed regression); else 0.
     """
-    run = await score_episodes(settings, now=now)
     out = Path(settings.out_dir)
+    made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"cannot create the report directory {out}: {exc.strerror}") from exc
+    try:
+        return await _nightly_into(out, settings, now)
+    except BaseException:
+        if made:  # a run that failed leaves no empty report directory behind
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
+
+
+async def _nightly_into(out: Path, settings: NightlySettings, now: datetime) -> NightlyResult:
     stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    summary = run.summary()
-    obj = run.to_json(summary)
     json_path = out / f"score-{stamp}.json"
     markdown_path = out / f"score-{stamp}.md"
-    write_score_run_json(json_path, run, summary)
     from evalstream.assertions.reports.score_report import render_markdown  # noqa: PLC0415
 
-    markdown_path.write_text(render_markdown(obj), encoding="utf-8")
+    # The sorted runs and the records wait in the report directory until written.
+    with _scratch_in(out) as scratch:
+        stream = StreamPlan(scratch, records=True, listed=True)
+        run = await score_episodes(settings, now=now, stream=stream)
+        summary = run.summary()
+        write_score_run_json(json_path, run, summary)
+    listed = run.tally.listed_records() if run.tally is not None else None
+    markdown_path.write_text(
+        render_markdown(run.to_json(summary, episodes=listed is None), listed), encoding="utf-8"
+    )
     if run.rejected:
         code = 2
     elif settings.fail_on == "critical":

@@ -65,7 +65,11 @@ async def test_a_clean_sweep_exits_zero_and_can_be_told_never_to_fail(tmp_path: 
     result = await run_nightly(settings, now=NOW)
     assert result.exit_code == 0
     assert result.run.regressions == []
-    assert [e.passed for e in result.run.episodes] == [True] * 8
+    assert result.run.episodes == [], "a nightly sweep streams its episodes out"
+    obj = json.loads(result.json_path.read_text())
+    assert [e["passed"] for e in obj["episodes"]] == [True] * 8
+    assert result.markdown_path.read_text().count("| yes |") == 8
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".evalstream-scratch")]
 
     pricey = write_episodes(tmp_path / "pricey.ndjson", [0.02] * 6 + [0.2])
     never = NightlySettings(files=[str(pricey)], since=None, out_dir=str(tmp_path), fail_on="never")

@@ -19,11 +19,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+from evalstream.assertions.reports.score_report import render_markdown
 from evalstream.assertions.reports.score_run_json import score_run_json
 from evalstream.assertions.scores.baselines import FileBaselines
 from evalstream.assertions.scores.dimensions import ScoringInput
 from evalstream.assertions.scores.run import ScoreRun, summarise
 from evalstream.assertions.scores.run_tally import ExactSum, RunTally
+from evalstream.assertions.scores.worst_episodes import WorstEpisodes, listing_key
 from evalstream.stream.cli import cli
 from evalstream.stream.episode_sort import EpisodeSorter
 from evalstream.stream.score_sweep import ScoreSettings, StreamPlan, score_episodes
@@ -59,6 +61,12 @@ def _results(run: ScoreRun) -> bytes:
     return score_run_json(run, run.summary())
 
 
+def _report(run: ScoreRun) -> str:
+    """The run's Markdown report (a streamed run's from the episodes it picked)."""
+    listed = run.tally.listed_records() if run.tally is not None else None
+    return render_markdown(run.to_json(run.summary(), episodes=listed is None), listed)
+
+
 @pytest.fixture
 def spills(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many episodes each sorted run spilled to disk held."""
@@ -81,10 +89,11 @@ def _same_as_held(tmp_path: Path, run_size: int, **values: JSON) -> ScoreRun:
     assert held.episodes
     scratch = tmp_path / f"scratch-{len(list(tmp_path.iterdir()))}"
     scratch.mkdir()
-    streamed = _run(StreamPlan(str(scratch), run_size=run_size), **values)
+    streamed = _run(StreamPlan(str(scratch), run_size=run_size, listed=True), **values)
     assert streamed.tally is not None
     assert not streamed.episodes, "a streamed run keeps no scored episode"
     assert _results(streamed) == _results(held)
+    assert _report(streamed) == _report(held)
     assert streamed.summary() == held.summary()
     assert streamed.exit_code() == held.exit_code()
     assert all(p.name.startswith("records-") for p in scratch.iterdir())
@@ -197,16 +206,26 @@ def test_the_score_command_streams_and_leaves_no_scratch_files(tmp_path: Path) -
     path = _write(tmp_path, sorted(_episodes(seed=27), key=_start_of))
     out = tmp_path / "out" / "results.json"
     out.parent.mkdir()
-    streamed = CliRunner().invoke(cli, ["score", path, "--output", str(out)])
+    streamed_md = out.parent / "report.md"
+    streamed = CliRunner().invoke(
+        cli, ["score", path, "--output", str(out), "--markdown", str(streamed_md)]
+    )
     assert streamed.exit_code == 2, streamed.output  # the two bad items
-    assert [p.name for p in out.parent.iterdir()] == ["results.json"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report.md", "results.json"]
     held_md = tmp_path / "held.md"
     held_out = tmp_path / "held.json"
-    held = CliRunner().invoke(
-        cli, ["score", path, "--output", str(held_out), "--markdown", str(held_md)]
-    )
+    saved = tmp_path / "baseline.json"  # a saved baseline needs every episode: held
+    held_args = ["score", path, "--output", str(held_out), "--markdown", str(held_md)]
+    held = CliRunner().invoke(cli, [*held_args, "--save-baseline", str(saved)])
     assert held.exit_code == streamed.exit_code
     assert held.output == streamed.output
+    assert saved.exists()
+
+    def without_heading(p: Path) -> list[str]:
+        return p.read_text().splitlines()[1:]  # the heading names the run's time
+
+    assert without_heading(streamed_md) == without_heading(held_md)
+    assert "more episodes in the JSON results" in held_md.read_text()
 
     def without_time(p: Path) -> JSON:
         obj = orjson.loads(p.read_bytes())
@@ -256,3 +275,30 @@ def test_exact_sums_where_plain_addition_rounds() -> None:
     for v in (1.0, math.inf, 2.0):
         special.add(v)
     assert special.mean() == math.inf
+
+
+@pytest.mark.parametrize("limit", [1, 7, 50, 2_000])
+def test_the_picked_episodes_are_the_first_of_a_sort_of_the_whole_run(
+    tmp_path: Path, limit: int
+) -> None:
+    """Picked one by one (and by a random split of the run, merged), the listed episodes are
+    the first `limit` of the whole run sorted by listing key, ties in the run's order."""
+    path = _write(tmp_path, _episodes(seed=30))
+    run = _run(None, files=[path], baseline="run", baseline_run="baseline")
+    keys = {listing_key(e.passed, e.scores.overall) for e in run.episodes}
+    assert len(keys) < len(run.episodes) / 2, "the episodes must tie on their listing keys"
+    places = [(float(i // 3), e.inp.episode_id) for i, e in enumerate(run.episodes)]
+    ranked = sorted(
+        zip(places, run.episodes, strict=True),
+        key=lambda pair: (listing_key(pair[1].passed, pair[1].scores.overall), pair[0]),
+    )
+    expected = [episode.to_json() for _, episode in ranked[:limit]]
+    whole = WorstEpisodes(limit=limit)
+    parts = [WorstEpisodes(limit=limit) for _ in range(3)]
+    rng = random.Random(limit)
+    for place, episode in zip(places, run.episodes, strict=True):
+        whole.offer(episode, place)
+        rng.choice(parts).offer(episode, place)
+    assert whole.records() == expected
+    assert WorstEpisodes.merged(parts).records() == expected
+    assert len(whole.picked) <= limit

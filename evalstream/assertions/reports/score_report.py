@@ -1,8 +1,8 @@
 """Reports of a scoring run (`"kind": "score-run"`, the results file of `evalstream score`).
 
 `render_score_report(obj, fmt)` is a pure function of the results JSON: `markdown` for people
-(summary, mean scores, alerts, windowed regressions, one row per episode, rejected input) and
-`json` (the validated record, re-indented) for machines.
+(summary, mean scores, alerts, windowed regressions, a row for each of the worst 500
+episodes, rejected input) and `json` (the validated record, re-indented) for machines.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 
 from evalstream.assertions.scores.run import SCORE_NAMES, ScoreRunError, check_score_run
+from evalstream.assertions.scores.worst_episodes import LISTED_EPISODES, listing_key
 
 JSON = Any
 FORMATS = ("markdown", "json")
-MAX_EPISODE_ROWS = 500  # a nightly run of thousands of episodes lists its worst 500
 
 
 def _cell(value: JSON) -> str:
@@ -49,9 +49,7 @@ def _baseline(baseline: Mapping[str, JSON]) -> str:
 
 
 def _episode_sort_key(ep: Mapping[str, JSON]) -> tuple[int, float]:
-    """Failing first, then by overall score (lowest first)."""
-    overall = ep.get("scores", {}).get("overall")
-    return (1 if ep.get("passed") else 0, 2.0 if overall is None else float(overall))
+    return listing_key(ep.get("passed"), ep.get("scores", {}).get("overall"))
 
 
 def _alerts_cell(alerts: Sequence[Mapping[str, JSON]]) -> str:
@@ -60,7 +58,11 @@ def _alerts_cell(alerts: Sequence[Mapping[str, JSON]]) -> str:
     return ", ".join(f"{a.get('severity', '?').upper()} {a.get('dimension', '?')}" for a in alerts)
 
 
-def render_markdown(obj: Mapping[str, JSON]) -> str:
+def render_markdown(
+    obj: Mapping[str, JSON], listed: Sequence[Mapping[str, JSON]] | None = None
+) -> str:
+    """The report of the results `obj`. `listed`: the records of the episodes it lists, in
+    order, picked as a streamed run was scored (`WorstEpisodes`; `obj` then holds none)."""
     s = obj["summary"]
     lines = [
         f"# evalstream score run — {obj.get('created_at', '')}",
@@ -115,7 +117,11 @@ def render_markdown(obj: Mapping[str, JSON]) -> str:
                 f"| {r.get('baseline_value', 0):.4g} | {r.get('current_value', 0):.4g} "
                 f"| {change}{unit} | {_cell(r.get('test'))} |"
             )
-    episodes = sorted(obj["episodes"], key=_episode_sort_key)
+    if listed is None:
+        episodes = sorted(obj["episodes"], key=_episode_sort_key)
+        count = len(episodes)
+    else:
+        episodes, count = list(listed), int(s.get("episodes", 0))
     lines += [
         "",
         "## Episodes",
@@ -124,7 +130,7 @@ def render_markdown(obj: Mapping[str, JSON]) -> str:
         "| latency Δ | safety | alerts |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for ep in episodes[:MAX_EPISODE_ROWS]:
+    for ep in episodes[:LISTED_EPISODES]:
         sc = ep.get("scores") or {}
         lines.append(
             f"| {_cell(ep.get('episode_id'))} | {_cell(ep.get('agent_id') or '—')} "
@@ -135,9 +141,9 @@ def render_markdown(obj: Mapping[str, JSON]) -> str:
             f"| {_delta(sc.get('latency_delta_pct'), sc.get('latency_rise_unbounded'))} "
             f"| {_score(sc.get('safety'))} | {_alerts_cell(ep.get('alerts') or [])} |"
         )
-    if len(episodes) > MAX_EPISODE_ROWS:
+    if count > LISTED_EPISODES:
         lines.append("")
-        lines.append(f"… {len(episodes) - MAX_EPISODE_ROWS} more episodes in the JSON results.")
+        lines.append(f"… {count - LISTED_EPISODES} more episodes in the JSON results.")
     rejected = obj.get("rejected") or []
     if rejected:
         lines += ["", "## Rejected input", ""]

@@ -168,6 +168,8 @@ class EpisodeTally(Protocol):
     @property
     def failed(self) -> int: ...
 
+    def listed_records(self) -> list[dict[str, JSON]] | None: ...
+
     def summary(
         self,
         regressions: Sequence[AlertEvent],

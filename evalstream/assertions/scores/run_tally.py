@@ -6,7 +6,8 @@ rounded sums of the same values (`math.fsum`), kept here as the exact partial su
 Shewchuk's algorithm, which `math.fsum` rounds once at the end. Tallies of a run split across
 processes merge (`merged`) into the one tally of the whole run: each alert dimension
 remembers the place of its first episode, so the summary lists dimensions in the order the
-whole run met them.
+whole run met them. A tally can also pick the episodes a report of the run lists
+(`worst_episodes`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from evalstream.assertions.alerting.alert_rules import Severity
 from evalstream.assertions.alerting.regression import AlertEvent
 from evalstream.assertions.scores.run import SCORE_NAMES, Rejected, ScoredEpisode, summarise
+from evalstream.assertions.scores.worst_episodes import WorstEpisodes
 
 JSON = Any
 Place = tuple[float, str]  # an episode's start and id: its place in the run's scoring order
@@ -76,9 +78,13 @@ class RunTally:
     alerts: dict[str, dict[str, tuple[int, Place]]] = field(
         default_factory=lambda: {s.value: {} for s in Severity}
     )
+    # The episodes a report of the run lists (None: no report wanted).
+    listed: WorstEpisodes | None = None
 
     def add(self, episode: ScoredEpisode, place: Place) -> None:
         self.episodes += 1
+        if self.listed is not None:
+            self.listed.offer(episode, place)
         if episode.passed:
             self.passed += 1
         scores = episode.scores
@@ -127,7 +133,14 @@ class RunTally:
                 for dim, (count, first) in by_dim.items():
                     seen = into.get(dim)
                     into[dim] = (seen[0] + count, min(seen[1], first)) if seen else (count, first)
+        picks = [part.listed for part in tallies if part.listed is not None]
+        if picks:
+            whole.listed = WorstEpisodes.merged(picks)
         return whole
+
+    def listed_records(self) -> list[dict[str, JSON]] | None:
+        """The records a report of the run lists, in its order (None: none were picked)."""
+        return self.listed.records() if self.listed is not None else None
 
     def summary(
         self,

@@ -300,18 +300,24 @@ def score(
     except InputError as exc:
         raise UserError(str(exc)) from exc
     with full_collections_deferred(), contextlib.ExitStack() as scratch:
-        # Without a report or a baseline to make of every episode, none is kept once scored:
-        # episodes are sorted, and their records wait, in a scratch directory (beside the
-        # results file, which is about as big) until written.
+        # Without a baseline to make of every episode, none is kept once scored: episodes
+        # are sorted, and their records wait, in a scratch directory (beside the results
+        # file, which is about as big) until written; a report's few are picked as they go.
         stream = None
-        if not markdown and not save_baseline:
-            stream = StreamPlan(_scratch_dir(scratch, output), records=output is not None)
+        if not save_baseline:
+            stream = StreamPlan(
+                _scratch_dir(scratch, output),
+                records=output is not None,
+                listed=markdown is not None,
+            )
         run = _run(score_episodes(settings, now=_now(), stream=stream))
         summary = run.summary()
         if output:
             write_score_run_json(output, run, summary)
         if markdown:
-            Path(markdown).write_text(render_markdown(run.to_json(summary)), encoding="utf-8")
+            listed = run.tally.listed_records() if run.tally is not None else None
+            obj = run.to_json(summary, episodes=listed is None)
+            Path(markdown).write_text(render_markdown(obj, listed), encoding="utf-8")
     if save_baseline:
         try:
             saved = baselines_of(run, source=f"score-run:{run.created_at}")

@@ -254,7 +254,7 @@ class Worker:
             return 2
         log.warning(
             "nightly sweep: %s episodes, exit code %s, report %s",
-            len(result.run.episodes),
+            result.run.episode_count,
             result.exit_code,
             result.markdown_path,
         )
