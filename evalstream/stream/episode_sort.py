@@ -53,7 +53,7 @@ def _plain(item: DecodedEpisode) -> tuple[Any, ...] | None:
     if found is None or item.signals is not None:
         return None
     result, m = found.result, found.result.metrics
-    if result.assertions or result.attrs is not item.attrs:
+    if result.assertions or result.attrs is not item.attrs or result.episode_id != item.episode_id:
         return None
     return (
         _DIRECT,

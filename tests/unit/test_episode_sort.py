@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import marshal
 import random
 from pathlib import Path
 from types import MappingProxyType
@@ -9,10 +11,15 @@ from typing import Any
 
 import pytest
 
+from evalstream.assertions.evaluation.facts import EpisodeMetrics
+from evalstream.assertions.evaluation.results import EpisodeResult
 from evalstream.assertions.wire.signals import Signal
+from evalstream.connectors.codecs.store_results import StoreResult
 from evalstream.stream.episode_sort import (
     DecodedEpisode,
     EpisodeSorter,
+    _from_plain,
+    _plain,
     read_episodes,
     write_episode,
 )
@@ -107,3 +114,41 @@ def test_a_scratch_directory_that_cannot_be_written_is_named(tmp_path: Path) -> 
         sorter.add(items[1])
     with pytest.raises(ScratchError, match="free space there"):
         RecordSpill(str(gone))
+
+
+def _distinct(cls: type, skip: dict[str, JSON]) -> JSON:
+    """An instance of dataclass `cls` with every field set to a value no other field has
+    (`skip`: fields given), so that a field the plain encoding leaves out comes back wrong."""
+    values = {}
+    for number, f in enumerate(dataclasses.fields(cls)):
+        if f.name in skip:
+            values[f.name] = skip[f.name]
+        elif "list" in str(f.type):
+            values[f.name] = [f"{f.name}-{number}"]
+        elif "dict" in str(f.type):
+            values[f.name] = {f.name: number}
+        elif "float" in str(f.type):
+            values[f.name] = number + 0.5
+        elif "int" in str(f.type):
+            values[f.name] = number + 1000
+        elif "bool" in str(f.type):
+            values[f.name] = True
+        else:
+            values[f.name] = f"{f.name}-{number}"
+    return cls(**values)
+
+
+def test_every_field_of_a_direct_episode_is_written() -> None:
+    """The plain encoding lists the fields of these classes by hand: one added to any of
+    them without being added there comes back changed (or fails to come back)."""
+    attrs: dict[str, JSON] = {"agent_id": "a-1", "run_id": "r"}
+    metrics = _distinct(EpisodeMetrics, {})
+    result = _distinct(EpisodeResult, {"assertions": [], "metrics": metrics, "attrs": attrs})
+    found = _distinct(StoreResult, {"result": result})
+    given = {"attrs": attrs, "signals": None, "direct": found, "episode_id": result.episode_id}
+    item = _distinct(DecodedEpisode, given)
+    plain = _plain(item)
+    assert plain is not None, "a direct episode must take the plain encoding"
+    assert _from_plain(marshal.loads(marshal.dumps(plain))) == item
+    # The encoding writes the id once: an item whose result has another id is pickled.
+    assert _plain(dataclasses.replace(item, episode_id="another")) is None
