@@ -20,10 +20,9 @@ from typing import Any
 from evalstream.assertions.alerting.alert_rules import Severity
 from evalstream.assertions.alerting.regression import AlertEvent
 from evalstream.assertions.scores.run import SCORE_NAMES, Rejected, ScoredEpisode, summarise
-from evalstream.assertions.scores.worst_episodes import WorstEpisodes
+from evalstream.assertions.scores.worst_episodes import Place, WorstEpisodes
 
 JSON = Any
-Place = tuple[float, str]  # an episode's start and id: its place in the run's scoring order
 
 
 def _add_exact(partials: list[float], value: float) -> None:
