@@ -35,8 +35,8 @@ A file whose first record is not an episode and that looks like another kind of 
 (signals, a suite, a saved run...) stops the run with one error naming the command that reads
 it (`evalstream.assertions.file_kinds`).
 
-Streamed runs (`StreamPlan`: `evalstream score` and `nightly` without suites, a saved
-baseline or a baseline state) hold neither the decoded episodes nor the scored ones: decoded
+Streamed runs (`StreamPlan`: `evalstream score` and `nightly` without a saved baseline or
+a baseline state) hold neither the decoded episodes nor the scored ones: decoded
 episodes are put in start order by an external merge sort (`episode_sort`, runs of
 `run_size` spilled to the plan's scratch directory), each scored episode's record is
 spilled there too (`scored_records`) and its scores counted in a `RunTally`, which also
@@ -430,10 +430,10 @@ async def score_episodes(
 ) -> ScoreRun:
     """Score as the settings say (see the module docstring); raises InputError subclasses
     for settings and store problems, records bad episodes in the run. With `stream` (and
-    neither suites nor a baseline state), the run's episodes are streamed out: the run has
+    no baseline state), the run's episodes are streamed out: the run has
     a `tally`, and its records are read from `stream.scratch` (keep it until written)."""
     scorer, judge, baseline_info = _scorer(settings)
-    if scorer.has_suites or settings.baseline_state:
+    if settings.baseline_state:
         stream = None
     shards = shard_count(settings)
     if shards > 1:

@@ -302,3 +302,46 @@ def test_the_picked_episodes_are_the_first_of_a_sort_of_the_whole_run(
     assert whole.records() == expected
     assert WorstEpisodes.merged(parts).records() == expected
     assert len(whole.picked) <= limit
+
+
+@pytest.mark.parametrize("baseline", BASELINES[:2], ids=["run", "rolling"])
+def test_a_run_with_suites_streams_its_evaluated_episodes(
+    tmp_path: Path, baseline: dict[str, JSON], spills: list[int]
+) -> None:
+    """Episodes evaluated against suites carry their signals through the sorted runs."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(
+        "name: refunds\nmatch: {agent_id: agent-1}\n"
+        "defaultAssertions:\n  - type: tool.called\n    name: refund\n"
+    )
+    path = _write(tmp_path, _episodes(seed=31))
+    streamed = _same_as_held(tmp_path, 9, files=[path], suites=[str(suite)], **baseline)
+    assert spills, "the episodes must have been sorted in runs on disk"
+    assert streamed.tally is not None
+    assert 0 < streamed.evaluated_count < streamed.episode_count
+    assert streamed.first_attrs is not None
+
+
+def test_a_streamed_run_names_its_first_episode_when_no_assertion_applied(
+    tmp_path: Path,
+) -> None:
+    suite = tmp_path / "typo.yaml"
+    suite.write_text(
+        "name: refunds\nmatch: {agent_id: nobody}\n"
+        "defaultAssertions:\n  - type: tool.called\n    name: refund\n"
+    )
+    episodes = [
+        make_episode(f"e-{i:02d}", agent=f"agent-{i % 3}", start=T0 + timedelta(minutes=i))
+        for i in range(30)
+    ]
+    path = _write(tmp_path, episodes[::-1])  # newest first: the first listed is not the first
+    held = _run(None, files=[path], suites=[str(suite)])
+    streamed = _run(StreamPlan(str(tmp_path), run_size=4), files=[path], suites=[str(suite)])
+    assert streamed.evaluated_count == held.evaluated_count == 0
+    assert streamed.first_attrs == held.first_attrs
+    assert held.first_attrs is not None
+    result = CliRunner().invoke(cli, ["score", path, "--suite", str(suite)])
+    assert result.exit_code == 2
+    assert held.first_attrs["agent_id"] == "agent-0"
+    assert "no assertion of the suites applied to any of the 30 episode(s)" in result.output
+    assert "the first has agent_id='agent-0'" in result.output

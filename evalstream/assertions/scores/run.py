@@ -168,6 +168,12 @@ class EpisodeTally(Protocol):
     @property
     def failed(self) -> int: ...
 
+    @property
+    def evaluated(self) -> int: ...
+
+    @property
+    def first_attrs(self) -> Mapping[str, JSON] | None: ...
+
     def listed_records(self) -> list[dict[str, JSON]] | None: ...
 
     def summary(
@@ -210,6 +216,20 @@ class ScoreRun:
     @property
     def episode_count(self) -> int:
         return self.tally.episodes if self.tally is not None else len(self.episodes)
+
+    @property
+    def evaluated_count(self) -> int:
+        """How many episodes a suite's assertion applied to."""
+        if self.tally is not None:
+            return self.tally.evaluated
+        return sum(1 for e in self.episodes if e.assertions)
+
+    @property
+    def first_attrs(self) -> Mapping[str, JSON] | None:
+        """The attributes of the run's first scored episode (None: none was scored)."""
+        if self.tally is not None:
+            return self.tally.first_attrs
+        return self.episodes[0].inp.attrs if self.episodes else None
 
     @property
     def critical(self) -> bool:

@@ -77,11 +77,18 @@ class RunTally:
     alerts: dict[str, dict[str, tuple[int, Place]]] = field(
         default_factory=lambda: {s.value: {} for s in Severity}
     )
+    evaluated: int = 0  # episodes a suite's assertion applied to
+    # The run's first episode's place and attributes (a message names them).
+    first: tuple[Place, Mapping[str, JSON]] | None = None
     # The episodes a report of the run lists (None: no report wanted).
     listed: WorstEpisodes | None = None
 
     def add(self, episode: ScoredEpisode, place: Place) -> None:
         self.episodes += 1
+        if self.first is None:  # episodes come in scoring order
+            self.first = (place, episode.inp.attrs)
+        if episode.assertions:
+            self.evaluated += 1
         if self.listed is not None:
             self.listed.offer(episode, place)
         if episode.passed:
@@ -121,6 +128,9 @@ class RunTally:
             whole.critical_episodes += part.critical_episodes
             whole.warning_episodes += part.warning_episodes
             whole.without_baseline += part.without_baseline
+            whole.evaluated += part.evaluated
+            if part.first is not None and (whole.first is None or part.first[0] < whole.first[0]):
+                whole.first = part.first
             for name, total in whole.sums.items():
                 other = part.sums[name]
                 for value in other.partials:
@@ -136,6 +146,10 @@ class RunTally:
         if picks:
             whole.listed = WorstEpisodes.merged(picks)
         return whole
+
+    @property
+    def first_attrs(self) -> Mapping[str, JSON] | None:
+        return self.first[1] if self.first is not None else None
 
     def listed_records(self) -> list[dict[str, JSON]] | None:
         """The records a report of the run lists, in its order (None: none were picked)."""

@@ -368,12 +368,12 @@ def _nothing_evaluated(run: ScoreRun, settings: ScoreSettings) -> str | None:
             where = "the files hold no episode that passes the filters (an empty file?)"
         running = f"; {len(run.skipped)} still running" if run.skipped else ""
         return f"nothing was scored: {where}{running}"
-    if settings.suites and not any(e.assertions for e in run.episodes):
-        attrs = run.episodes[0].inp.attrs
+    if settings.suites and not run.evaluated_count:
+        attrs = run.first_attrs or {}
         first = ", ".join(f"{k}={attrs.get(k)!r}" for k in ("agent_id", "case_id"))
         return (
             f"nothing was evaluated: no assertion of the suites applied to any of the "
-            f"{len(run.episodes)} episode(s) (check the suites' `match:` and case ids against "
+            f"{run.episode_count} episode(s) (check the suites' `match:` and case ids against "
             f"the episodes; the first has {first})"
         )
     return None
