@@ -1,10 +1,11 @@
 """Items put in order in bounded memory: an external merge sort over scratch files.
 
-`SpilledSort` holds up to `run_size` items; when that many wait, it sorts them and writes
+`SpilledSort` holds up to `run_size` items; when one more comes, it sorts them and writes
 them to a scratch file as one sorted run (each item with `write`), and `in_order()` merges
 the runs (and what still waits) back, reading each run front to back with `read`. Memory
-holds one run's worth of items and one buffered item per run, whatever the input's size.
-Without a directory every item waits in memory (a plain sort).
+holds one run's worth of items and one buffered item per run, whatever the input's size;
+an input of at most `run_size` items is sorted in memory, never written. Without a
+directory every item waits in memory (a plain sort).
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ class SpilledSort(Generic[T]):
         self.runs: list[str] = []
 
     def add(self, item: T) -> None:
-        self.waiting.append(item)
+        # A full run is spilled when one more item comes, not before: the last run (the
+        # whole input, when it fits) is merged from memory, never written.
         if self.directory is not None and len(self.waiting) >= self.run_size:
             self._spill()
+        self.waiting.append(item)
 
     def _spill(self) -> None:
         directory = self.directory

@@ -89,10 +89,23 @@ def test_the_sorter_returns_every_episode_in_start_order(tmp_path: Path) -> None
     sorter = EpisodeSorter(str(tmp_path), run_size=9)
     for item in items:
         sorter.add(item)
-    assert len(list(tmp_path.iterdir())) == len(items) // 9
+    assert len(items) % 9 != 1
+    assert len(list(tmp_path.iterdir())) == (len(items) - 1) // 9, "the last run waits"
     out = list(sorter.in_order())
     assert out == sorted(items, key=lambda i: i.place)
     assert not list(tmp_path.iterdir()), "each sorted run is removed once merged"
+
+
+def test_an_input_that_fits_one_run_is_never_written(tmp_path: Path) -> None:
+    items = _decoded(9)
+    sorter = EpisodeSorter(str(tmp_path), run_size=len(items))
+    for item in reversed(items):
+        sorter.add(item)
+    assert not list(tmp_path.iterdir())
+    assert list(sorter.in_order()) == sorted(items, key=lambda i: i.place)
+    sorter.add(items[0])
+    sorter.add(items[1])
+    assert not list(tmp_path.iterdir()), "a sort read out starts empty"
 
 
 def test_without_a_directory_everything_waits_in_memory(tmp_path: Path) -> None:
@@ -110,8 +123,9 @@ def test_a_scratch_directory_that_cannot_be_written_is_named(tmp_path: Path) -> 
     sorter = EpisodeSorter(str(gone), run_size=2)
     items = _decoded(8)
     sorter.add(items[0])
+    sorter.add(items[1])
     with pytest.raises(ScratchError, match=r"cannot write the run's scratch files in .*gone"):
-        sorter.add(items[1])
+        sorter.add(items[2])
     with pytest.raises(ScratchError, match="free space there"):
         RecordSpill(str(gone))
 
