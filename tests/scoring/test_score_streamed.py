@@ -261,6 +261,9 @@ def test_the_tally_summarises_exactly_as_the_whole_list(tmp_path: Path) -> None:
     assert whole.summary(run.regressions, run.rejected, run.skipped) == expected
     merged = RunTally.merged(parts)
     assert merged.summary(run.regressions, run.rejected, run.skipped) == expected
+    assert whole.first_attrs is run.episodes[0].inp.attrs
+    assert merged.first_attrs is run.episodes[0].inp.attrs
+    assert merged.evaluated == whole.evaluated == sum(1 for e in run.episodes if e.assertions)
 
 
 def test_exact_sums_where_plain_addition_rounds() -> None:
