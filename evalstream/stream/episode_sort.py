@@ -14,17 +14,18 @@ from __future__ import annotations
 import marshal
 import pickle
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import IO, Any
 
 from evalstream.assertions.evaluation.facts import EpisodeMetrics
 from evalstream.assertions.evaluation.results import EpisodeResult
+from evalstream.assertions.scores.run import Place
 from evalstream.assertions.wire.signals import Signal
 from evalstream.connectors.codecs.store_results import StoreResult
 from evalstream.stream.spilled_sort import SpilledSort, marshal_frames
 
 JSON = Any
-Place = tuple[float, str]  # start, episode id: the run's scoring order
 _DIRECT, _PICKLED = 0, 1
 
 
@@ -47,14 +48,24 @@ class DecodedEpisode:
         return (self.start, self.episode_id)
 
 
+# Every field, in constructor order: `EpisodeResult(*values)` rebuilds what was read.
+_RESULT_FIELDS = tuple(f.name for f in fields(EpisodeResult))
+_METRICS_AT = _RESULT_FIELDS.index("metrics")
+_result_values = attrgetter(*_RESULT_FIELDS)
+_metrics_values = attrgetter(*(f.name for f in fields(EpisodeMetrics)))
+
+
 def _plain(item: DecodedEpisode) -> tuple[Any, ...] | None:
-    """`item` as plain values, or None when it is not the shape they describe exactly."""
+    """`item` as plain values, or None when it is not the shape they describe exactly (its
+    id and attributes are its result's, which has no assertion outcome)."""
     found = item.direct
     if found is None or item.signals is not None:
         return None
-    result, m = found.result, found.result.metrics
+    result = found.result
     if result.assertions or result.attrs is not item.attrs or result.episode_id != item.episode_id:
         return None
+    values = list(_result_values(result))
+    values[_METRICS_AT] = _metrics_values(result.metrics)
     return (
         _DIRECT,
         item.position,
@@ -64,74 +75,18 @@ def _plain(item: DecodedEpisode) -> tuple[Any, ...] | None:
         found.tool_names,
         found.start,
         found.running,
-        result.episode_id,
-        result.case_id,
-        result.close_reason,
-        result.signals,
-        result.duplicates,
-        result.attrs,
-        result.suites,
-        result.started_ts,
-        result.ended_ts,
-        result.output,
-        result.notes,
-        result.error,
-        m.latency_ms,
-        m.input_tokens,
-        m.output_tokens,
-        m.total_tokens,
-        m.cost_usd,
-        m.unpriced_models,
-        m.activations,
-        m.tool_calls,
-        m.llm_calls,
-        m.errors,
-        m.policy_violations,
+        values,
     )
 
 
 def _from_plain(values: tuple[Any, ...]) -> DecodedEpisode:
-    (
-        _,
-        position,
-        where,
-        start,
-        running,
-        tool_names,
-        found_start,
-        found_running,
-        episode_id,
-        case_id,
-        close_reason,
-        signals,
-        duplicates,
-        attrs,
-        suites,
-        started_ts,
-        ended_ts,
-        output,
-        notes,
-        error,
-        *metrics,
-    ) = values
-    result = EpisodeResult(
-        episode_id,
-        case_id,
-        close_reason,
-        signals,
-        duplicates,
-        [],
-        EpisodeMetrics(*metrics),
-        attrs,
-        suites,
-        started_ts,
-        ended_ts,
-        output,
-        notes,
-        error,
+    _, position, where, start, running, tool_names, found_start, found_running, result = values
+    result[_METRICS_AT] = EpisodeMetrics(*result[_METRICS_AT])
+    found = StoreResult(EpisodeResult(*result), tool_names, found_start, found_running)
+    episode = found.result
+    return DecodedEpisode(
+        where, episode.episode_id, start, episode.attrs, running, direct=found, position=position
     )
-    found = StoreResult(result, tool_names, found_start, found_running)
-    return DecodedEpisode(where, episode_id, start, attrs, running, direct=found, position=position)
 
 
 def write_episode(item: DecodedEpisode, out: IO[bytes]) -> None:

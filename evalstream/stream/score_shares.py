@@ -21,13 +21,13 @@ from typing import Any
 from evalstream.assertions.alerting.alert_rules import EpisodeAlert
 from evalstream.assertions.alerting.regression import AlertEvent
 from evalstream.assertions.scores.dimensions import EpisodeScores, ScoringInput
-from evalstream.assertions.scores.run import Rejected, ScoredEpisode
+from evalstream.assertions.scores.run import Place, Rejected, ScoredEpisode
 from evalstream.assertions.scores.run_tally import RunTally
 from evalstream.assertions.scores.safety import SafetyResult
 from evalstream.stream.process_shards import pickle_fields_directly
 
 JSON = Any
-EpisodeKey = tuple[float, str]  # the episode's start, its id: the run's scoring order
+EpisodeKey = Place  # the episode's start, its id: the run's scoring order
 # (0, input position, "") read-time rejections come first, in input order;
 # (1, start, episode id) rejections while scoring, in scoring order.
 RejectionTag = tuple[int, float, str]

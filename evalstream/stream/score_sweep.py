@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
@@ -806,19 +805,16 @@ def _use_baseline_run(scorer: Scorer, base: list[DecodedEpisode], settings: Scor
     scorer.set_baseline_agents()
 
 
-@contextlib.contextmanager
-def _scratch_in(directory: Path) -> Iterator[str]:
-    """A scratch directory inside `directory`, removed on leaving."""
+def _scratch_in(directory: Path) -> tempfile.TemporaryDirectory[str]:
+    """A scratch directory inside `directory`, removed on leaving (as `score`'s)."""
     try:
-        scratch = tempfile.mkdtemp(prefix=".evalstream-scratch-", dir=directory)
+        return tempfile.TemporaryDirectory(
+            prefix=".evalstream-score-", dir=directory, ignore_cleanup_errors=True
+        )
     except OSError as exc:
         raise SweepError(
             f"cannot write in the report directory {directory}: {exc.strerror}"
         ) from exc
-    try:
-        yield scratch
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -854,7 +850,7 @@ async def _nightly_into(out: Path, settings: NightlySettings, now: datetime) -> 
     stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     json_path = out / f"score-{stamp}.json"
     markdown_path = out / f"score-{stamp}.md"
-    from evalstream.assertions.reports.score_report import render_markdown  # noqa: PLC0415
+    from evalstream.assertions.reports.score_report import render_run_markdown  # noqa: PLC0415
 
     # The sorted runs and the records wait in the report directory until written.
     with _scratch_in(out) as scratch:
@@ -862,10 +858,7 @@ async def _nightly_into(out: Path, settings: NightlySettings, now: datetime) -> 
         run = await score_episodes(settings, now=now, stream=stream)
         summary = run.summary()
         write_score_run_json(json_path, run, summary)
-    listed = run.tally.listed_records() if run.tally is not None else None
-    markdown_path.write_text(
-        render_markdown(run.to_json(summary, episodes=listed is None), listed), encoding="utf-8"
-    )
+    markdown_path.write_text(render_run_markdown(run, summary), encoding="utf-8")
     if run.rejected:
         code = 2
     elif settings.fail_on == "critical":

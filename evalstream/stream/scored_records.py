@@ -20,8 +20,8 @@ from operator import itemgetter
 from typing import IO
 
 from evalstream.assertions.errors import InputError
+from evalstream.assertions.scores.run import Place
 
-Place = tuple[float, str]
 _BUFFER = 1 << 20
 # A frame: the episode's start, the lengths of its id (UTF-8) and of its record, then both.
 _HEADER = struct.Struct("<dII")

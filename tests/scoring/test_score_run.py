@@ -69,7 +69,7 @@ async def test_a_clean_sweep_exits_zero_and_can_be_told_never_to_fail(tmp_path: 
     obj = json.loads(result.json_path.read_text())
     assert [e["passed"] for e in obj["episodes"]] == [True] * 8
     assert result.markdown_path.read_text().count("| yes |") == 8
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".evalstream-scratch")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".evalstream-score")]
 
     pricey = write_episodes(tmp_path / "pricey.ndjson", [0.02] * 6 + [0.2])
     never = NightlySettings(files=[str(pricey)], since=None, out_dir=str(tmp_path), fail_on="never")

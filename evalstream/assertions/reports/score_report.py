@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from evalstream.assertions.scores.run import SCORE_NAMES, ScoreRunError, check_score_run
+from evalstream.assertions.scores.run import SCORE_NAMES, ScoreRun, ScoreRunError, check_score_run
 from evalstream.assertions.scores.worst_episodes import LISTED_EPISODES, listing_key
 
 JSON = Any
@@ -156,6 +156,13 @@ def render_markdown(
         lines += ["", "## Skipped", ""]
         lines += [f"- `{_cell(s_.get('episode_id'))}`: {_cell(s_.get('reason'))}" for s_ in skipped]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def render_run_markdown(run: ScoreRun, summary: Mapping[str, JSON]) -> str:
+    """The report of `run` (with its `summary()`): from the episodes a streamed run picked
+    as it scored them, else from every episode it holds."""
+    listed = run.tally.listed_records() if run.tally is not None else None
+    return render_markdown(run.to_json(summary, episodes=listed is None), listed)
 
 
 def render_json(obj: Mapping[str, JSON]) -> str:

@@ -60,6 +60,9 @@ VERSION = 1
 SCORE_NAMES = ("overall", *DIMENSIONS)
 
 
+Place = tuple[float, str]  # an episode's start and id: its place in a run's scoring order
+
+
 class ScoreRunError(InputError):
     """A scoring run cannot go on as asked, or a results file is not a score run."""
 

@@ -19,8 +19,14 @@ from typing import Any
 
 from evalstream.assertions.alerting.alert_rules import Severity
 from evalstream.assertions.alerting.regression import AlertEvent
-from evalstream.assertions.scores.run import SCORE_NAMES, Rejected, ScoredEpisode, summarise
-from evalstream.assertions.scores.worst_episodes import Place, WorstEpisodes
+from evalstream.assertions.scores.run import (
+    SCORE_NAMES,
+    Place,
+    Rejected,
+    ScoredEpisode,
+    summarise,
+)
+from evalstream.assertions.scores.worst_episodes import WorstEpisodes
 
 JSON = Any
 

@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalstream.assertions.scores.run import ScoredEpisode
+from evalstream.assertions.scores.run import Place, ScoredEpisode
 
 JSON = Any
 LISTED_EPISODES = 500  # a nightly run of thousands of episodes lists its worst 500
-Place = tuple[float, str]  # an episode's start and id: its place in the run's scoring order
 ListingKey = tuple[int, float]
 Rank = tuple[ListingKey, Place]
 

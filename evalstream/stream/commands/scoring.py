@@ -289,7 +289,7 @@ def score(
     """
     import orjson
 
-    from evalstream.assertions.reports.score_report import render_markdown
+    from evalstream.assertions.reports.score_report import render_run_markdown
     from evalstream.assertions.reports.score_run_json import write_score_run_json
     from evalstream.assertions.scores.run import baselines_of
     from evalstream.stream.score_sweep import ScoreSettings, StreamPlan, score_episodes
@@ -315,9 +315,7 @@ def score(
         if output:
             write_score_run_json(output, run, summary)
         if markdown:
-            listed = run.tally.listed_records() if run.tally is not None else None
-            obj = run.to_json(summary, episodes=listed is None)
-            Path(markdown).write_text(render_markdown(obj, listed), encoding="utf-8")
+            Path(markdown).write_text(render_run_markdown(run, summary), encoding="utf-8")
     if save_baseline:
         try:
             saved = baselines_of(run, source=f"score-run:{run.created_at}")
